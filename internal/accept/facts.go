@@ -1,0 +1,22 @@
+package accept
+
+import (
+	"github.com/gpunode/gpunode/internal/gpu"
+	"github.com/gpunode/gpunode/internal/host"
+	"github.com/gpunode/gpunode/internal/xid"
+)
+
+// Facts is everything the checks look at, gathered at the edges by the caller.
+type Facts struct {
+	// Node is the node's name (hostname).
+	Node string
+	// GPU is the backend's snapshot; GPUErr says why there is none.
+	GPU    *gpu.Snapshot
+	GPUErr error
+	// Host facts; HostErr says why there are none.
+	Host    *host.Facts
+	HostErr error
+	// XIDs seen in the kernel log since boot; KernelLogErr says why the log could not be read.
+	XIDs         []xid.Event
+	KernelLogErr error
+}

@@ -1,0 +1,128 @@
+// Package accept is node-local acceptance: layers of checks over a node's facts, each
+// a pure function of (facts, policy), run in order into a Report.
+package accept
+
+import "fmt"
+
+// Layer is one acceptance layer (seed 000 §11, plus L0 for the host itself).
+type Layer string
+
+// The layers, in the order they run.
+const (
+	LayerHost       Layer = "host"       // L0: what is pinned in the node image, firmware, kernel, topology, disk
+	LayerHardware   Layer = "hardware"   // L1: GPUs and drivers
+	LayerKubernetes Layer = "kubernetes" // L2: later (controller side)
+	LayerContainer  Layer = "container"  // L3: later
+	LayerFabric     Layer = "interconnect"
+	LayerFrameworks Layer = "frameworks"
+)
+
+// Code is the short name used in output ("L0").
+func (l Layer) Code() string {
+	switch l {
+	case LayerHost:
+		return "L0"
+	case LayerHardware:
+		return "L1"
+	case LayerKubernetes:
+		return "L2"
+	case LayerContainer:
+		return "L3"
+	case LayerFabric:
+		return "L4"
+	case LayerFrameworks:
+		return "L5"
+	}
+	return "L?"
+}
+
+// NodeLocalLayers are the layers `gpunode accept` can run on a node today.
+var NodeLocalLayers = []Layer{LayerHost, LayerHardware}
+
+// ParseLayer converts a user's spelling ("host", "L0", "hardware", "l1") into a Layer.
+func ParseLayer(s string) (Layer, error) {
+	for _, l := range NodeLocalLayers {
+		if s == string(l) || s == l.Code() || s == lower(l.Code()) {
+			return l, nil
+		}
+	}
+	return "", fmt.Errorf("unknown layer %q (want one of: host (L0), hardware (L1))", s)
+}
+
+func lower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// Status is a check's verdict.
+type Status string
+
+// Statuses, from best to worst. A skip always carries its reason in Message.
+const (
+	StatusPass Status = "pass"
+	StatusSkip Status = "skip"
+	StatusWarn Status = "warn"
+	StatusFail Status = "fail"
+)
+
+func (s Status) rank() int {
+	switch s {
+	case StatusPass:
+		return 0
+	case StatusSkip:
+		return 1
+	case StatusWarn:
+		return 2
+	case StatusFail:
+		return 3
+	}
+	return 3
+}
+
+// Worse returns the worse of two statuses.
+func Worse(a, b Status) Status {
+	if b.rank() > a.rank() {
+		return b
+	}
+	return a
+}
+
+// Result is one check's outcome.
+type Result struct {
+	ID      string `json:"id"`
+	Layer   Layer  `json:"layer"`
+	Title   string `json:"title"`
+	Status  Status `json:"status"`
+	Message string `json:"message"`
+	// Evidence: the facts the verdict rests on, one line each (per GPU where it applies).
+	Evidence []string `json:"evidence,omitempty"`
+	// Fix: what a person should do when the check does not pass.
+	Fix string `json:"fix,omitempty"`
+}
+
+// Summary counts results by status.
+type Summary struct {
+	Pass int `json:"pass"`
+	Warn int `json:"warn"`
+	Fail int `json:"fail"`
+	Skip int `json:"skip"`
+}
+
+// Add counts one status.
+func (s *Summary) Add(st Status) {
+	switch st {
+	case StatusPass:
+		s.Pass++
+	case StatusWarn:
+		s.Warn++
+	case StatusFail:
+		s.Fail++
+	case StatusSkip:
+		s.Skip++
+	}
+}

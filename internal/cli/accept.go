@@ -1,0 +1,200 @@
+package cli
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpunode/gpunode/internal/accept"
+	"github.com/gpunode/gpunode/internal/buildinfo"
+	"github.com/gpunode/gpunode/internal/record"
+)
+
+type acceptOptions struct {
+	facts       factOptions
+	policyFile  string
+	expectGPUs  int
+	expectModel string
+	layers      []string
+	format      string
+	outputDir   string
+	quiet       bool
+}
+
+func newAcceptCommand() *cobra.Command {
+	o := &acceptOptions{}
+	cmd := &cobra.Command{
+		Use:   "accept",
+		Short: "Run node-local acceptance and write an acceptance record",
+		Long: `Run the node-local acceptance layers against a policy and report every check.
+
+Layers:
+  L0 host      what the node image pins: OS, kernel, boot parameters (IOMMU), cgroups,
+               Secure Boot, NUMA and GPU locality, SMT, /dev/shm, hugepages, disk space and
+               inodes, time sync, containerd and its nvidia runtime, CDI specs, kubelet
+               reservations
+  L1 hardware  GPU count and model, memory, ECC mode and errors, row remapping, retired
+               pages, temperature, power, slowdown reasons, PCIe link and replays, NVLink,
+               fabric, persistence mode, MIG mode, driver and CUDA versions, XIDs since
+               boot, the driver's recovery action
+
+Each check passes, warns, fails or skips (a skip always says why). The node passes when
+no check fails. The record follows the node acceptance template field by field.
+
+Exit codes: 0 passed, 1 failed, 2 bad usage or bad input (policy or scenario file).`,
+		Example: `  # on a GPU node
+  gpunode accept
+  # anywhere, on 8 simulated H100s, writing the record as JSON and Markdown
+  gpunode accept --sim h100x8 --output-dir ./records
+  # with a policy, JSON on stdout
+  gpunode accept --policy examples/policy-h100.yaml --format json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runAccept(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	fs := cmd.Flags()
+	o.facts.addFlags(fs)
+	fs.StringVar(&o.policyFile, "policy", "", "acceptance policy YAML (default: the built-in policy; see docs/policy.md)")
+	fs.IntVar(&o.expectGPUs, "expect-gpus", 0, "expected GPU count (overrides the policy's expect.gpus)")
+	fs.StringVar(&o.expectModel, "expect-model", "", "expected GPU model as the driver names it, e.g. \"NVIDIA H100 80GB HBM3\" (overrides expect.model)")
+	fs.StringSliceVar(&o.layers, "layers", nil, "layers to run: host (L0), hardware (L1) (default: the policy's, else all)")
+	fs.StringVarP(&o.format, "format", "o", "table", "output format: table, json or markdown")
+	fs.StringVar(&o.outputDir, "output-dir", "", "also write the record as <id>.json and <id>.md into this folder")
+	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
+	return cmd
+}
+
+func (o *acceptOptions) policy() (accept.Policy, record.PolicyRef, error) {
+	p := accept.DefaultPolicy()
+	ref := record.PolicyRef{Name: p.Name, Source: "built-in"}
+	if o.policyFile != "" {
+		var err error
+		if p, err = accept.LoadPolicy(o.policyFile); err != nil {
+			return p, ref, usageError(err)
+		}
+		ref = record.PolicyRef{Name: p.Name, Source: o.policyFile}
+	}
+	if o.expectGPUs < 0 {
+		return p, ref, usageErrorf("--expect-gpus %d: must not be negative", o.expectGPUs)
+	}
+	if o.expectGPUs > 0 {
+		p.Expect.GPUs = o.expectGPUs
+	}
+	if o.expectModel != "" {
+		p.Expect.Model = o.expectModel
+	}
+	if len(o.layers) > 0 {
+		p.Layers = nil
+		for _, s := range o.layers {
+			l, err := accept.ParseLayer(strings.TrimSpace(s))
+			if err != nil {
+				return p, ref, usageErrorf("--layers: %w", err)
+			}
+			p.Layers = append(p.Layers, l)
+		}
+	}
+	b, _ := json.Marshal(p)
+	sum := sha256.Sum256(b)
+	ref.SHA256 = hex.EncodeToString(sum[:])
+	return p, ref, nil
+}
+
+func runAccept(ctx context.Context, o *acceptOptions, out, errOut io.Writer) error {
+	switch o.format {
+	case "table", "json", "markdown":
+	default:
+		return usageErrorf("--format %q: want table, json or markdown", o.format)
+	}
+	pol, ref, err := o.policy()
+	if err != nil {
+		return err
+	}
+	prog := newProgress(errOut, o.quiet)
+	facts, closeFn, err := gather(ctx, &o.facts, prog)
+	defer closeFn()
+	if err != nil {
+		return err
+	}
+	rep, err := accept.Run(ctx, facts, &pol, time.Now, prog)
+	if err != nil {
+		return err
+	}
+	rep.StartedAt = prog.start // the record's time includes gathering the facts
+	rec := record.Build(record.Input{Report: rep, Facts: facts, Policy: ref, Tool: buildinfo.Get()})
+
+	var files record.Files
+	if o.outputDir != "" {
+		if files, err = record.Write(o.outputDir, rec); err != nil {
+			return err
+		}
+	}
+	if err := renderAccept(out, o.format, rec, files); err != nil {
+		return err
+	}
+	if o.outputDir != "" {
+		fmt.Fprintf(errOut, "record written: %s\n                %s\n", files.JSON, files.Markdown)
+	}
+	if !rep.Passed {
+		return silentFailure
+	}
+	return nil
+}
+
+func renderAccept(out io.Writer, format string, rec *record.Record, files record.Files) error {
+	switch format {
+	case "json":
+		b, err := record.JSON(rec)
+		if err != nil {
+			return err
+		}
+		_, err = out.Write(b)
+		return err
+	case "markdown":
+		return record.Markdown(out, rec, files.SHA256)
+	}
+	return acceptTable(out, rec)
+}
+
+func acceptTable(out io.Writer, rec *record.Record) error {
+	w := &errWriter{w: out}
+	w.printf("%-6s %-28s %s\n", "STATUS", "CHECK", "RESULT")
+	for _, c := range rec.Checks {
+		w.printf("%-6s %-28s %s\n", strings.ToUpper(string(c.Status)), c.ID, c.Message)
+		if c.Status == accept.StatusFail || c.Status == accept.StatusWarn {
+			if c.Fix != "" {
+				w.printf("%-6s %-28s fix: %s\n", "", "", c.Fix)
+			}
+		}
+	}
+	s := rec.Summary
+	w.printf("\n%s: %s on %s (%d pass, %d warn, %d fail, %d skip) in %.2fs\n", strings.ToUpper(rec.Result),
+		"node acceptance", rec.Node, s.Pass, s.Warn, s.Fail, s.Skip, rec.DurationSeconds)
+	if rec.Backend == "sim" {
+		w.printf("note: simulated GPUs (--sim): this proves the pipeline, not the hardware\n")
+	}
+	return w.err
+}
+
+// errWriter keeps the first write error so a table can be printed without checking each line.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) printf(format string, args ...any) {
+	if e.err != nil {
+		return
+	}
+	_, e.err = fmt.Fprintf(e.w, format, args...)
+}
+
+var _ = errors.New

@@ -1,0 +1,81 @@
+// Package cli holds gpunode's commands, one file each. Output goes through the command's
+// writers so every command can be tested.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// NewRootCommand builds the gpunode command tree.
+func NewRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "gpunode",
+		Short: "Take GPU nodes from joined-the-cluster to ready-for-production-AI, and prove it",
+		Long: `gpunode inventories a GPU node, accepts it layer by layer against a policy and
+writes an acceptance record (JSON and Markdown) that says what was checked and what was found.
+
+On a GPU node it talks to the NVIDIA driver (NVML); anywhere else, --sim runs the same
+commands on simulated GPUs (presets a100x8, h100x8, h200x8, b200x8, h200x1, or a scenario file).
+
+Exit codes: 0 ok/passed, 1 failed, 2 bad usage or bad input.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	root.AddCommand(newVersionCommand(), newInventoryCommand(), newAcceptCommand())
+	return root
+}
+
+// Execute runs gpunode with args and returns the process exit code.
+func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := NewRootCommand()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	slog.SetDefault(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	err := root.ExecuteContext(ctx)
+	if err != nil && !errors.Is(err, silentFailure) {
+		code := exitCode(err)
+		var ee *exitError
+		if !errors.As(err, &ee) && isCobraUsage(err) {
+			code = ExitUsage
+		}
+		if ee == nil || ee.err != nil {
+			_, _ = fmt.Fprintf(stderr, "gpunode: %v\n", err)
+		}
+		if code == ExitUsage {
+			_, _ = fmt.Fprintln(stderr, "Run 'gpunode --help' for usage.")
+		}
+		return code
+	}
+	return exitCode(err)
+}
+
+// isCobraUsage recognises cobra's own argument errors (unknown command, wrong arg count).
+func isCobraUsage(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "accepts ", "requires ", "invalid argument"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// isTerminal reports whether w is a terminal (progress display) rather than a pipe or file.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
