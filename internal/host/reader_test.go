@@ -1,12 +1,15 @@
 package host
 
 import (
+	"context"
 	"fmt"
+	"io/fs"
 	"reflect"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
+	"testing/fstest"
 )
 
 func TestOSRelease(t *testing.T) {
@@ -313,6 +316,40 @@ func TestErrorsAreRecordedOnlyForWhatIsMissing(t *testing.T) {
 			}
 			if !f.Time.Equal(testTime) {
 				t.Errorf("time = %v, want the injected clock", f.Time)
+			}
+		})
+	}
+}
+
+func TestIOMMUModeFollowsSysfs(t *testing.T) {
+	dir := &fstest.MapFile{Mode: fs.ModeDir | 0o755}
+	file := func(s string) *fstest.MapFile { return &fstest.MapFile{Data: []byte(s)} }
+	cases := []struct {
+		name string
+		fsys fstest.MapFS
+		want string
+	}{
+		{"no IOMMU unit means disabled whatever the command line asks", fstest.MapFS{
+			"proc/cmdline": file("intel_iommu=on"), "sys/class/iommu": dir}, IOMMUDisabled},
+		{"a DMA-FQ default domain means translation even with iommu=pt", fstest.MapFS{
+			"proc/cmdline": file("iommu=pt"), "sys/class/iommu/dmar0": dir,
+			"sys/kernel/iommu_groups/0/type": file("DMA-FQ\n")}, IOMMUEnabled},
+		{"without groups the command line's passthrough is believed", fstest.MapFS{
+			"proc/cmdline": file("amd_iommu=on iommu=pt"), "sys/class/iommu/ivhd0": dir}, IOMMUPassthrough},
+		{"units without groups or parameters mean translation", fstest.MapFS{
+			"proc/cmdline": file("ro"), "sys/class/iommu/dmar0": dir}, IOMMUEnabled},
+		{"the lowest group decides", fstest.MapFS{
+			"proc/cmdline": file("ro"), "sys/class/iommu/dmar0": dir,
+			"sys/kernel/iommu_groups/10/type": file("DMA\n"), "sys/kernel/iommu_groups/2/type": file("identity\n")}, IOMMUPassthrough},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := (&Reader{Root: tc.fsys}).Read(context.Background(), Options{}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.Boot.IOMMU.Mode != tc.want || f.Err(FactIOMMUUnits) != nil {
+				t.Errorf("iommu = %+v (%v), want mode %q", f.Boot.IOMMU, f.Err(FactIOMMUUnits), tc.want)
 			}
 		})
 	}
