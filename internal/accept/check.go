@@ -83,7 +83,7 @@ func perGPU(f *Facts, fields []gpu.Field, fn func(d *gpu.Device) gpuVerdict) Ver
 		out.Status = StatusSkip
 		out.Message = strings.TrimPrefix(out.Evidence[0], fmt.Sprintf("GPU %d (%s): ", f.GPU.Devices[0].Index, f.GPU.Devices[0].UUID))
 		if n > 1 {
-			out.Message = fmt.Sprintf("%s (all %d GPUs)", out.Message, n)
+			out.Message = fmt.Sprintf("%s (%s)", out.Message, allOf(n, "GPU"))
 		}
 	case len(bad) == 0:
 		out.Message = fmt.Sprintf("%d/%d GPUs: %s", len(passMsgs), n, summarize(passMsgs))
@@ -98,8 +98,10 @@ func perGPU(f *Facts, fields []gpu.Field, fn func(d *gpu.Device) gpuVerdict) Ver
 
 // fieldGate returns a verdict when one of the fields cannot be used.
 func fieldGate(d *gpu.Device, fields []gpu.Field) *gpuVerdict {
-	if e := d.Err(gpu.FieldDevice); e != nil {
-		return &gpuVerdict{status: StatusFail, msg: "GPU not readable: " + e.Message}
+	if e := unreachable(d); e != nil {
+		// One check (hardware.gpu-responding) fails for a GPU that does not answer; the
+		// others skip it rather than repeat the same failure.
+		return &gpuVerdict{status: StatusSkip, msg: "GPU not answering (see hardware.gpu-responding): " + e.Message}
 	}
 	for _, fld := range fields {
 		if e := d.Err(fld); e != nil {
@@ -133,4 +135,18 @@ func needGPUs(f *Facts) (Verdict, bool) {
 		return skip("no GPUs found"), false
 	}
 	return Verdict{}, true
+}
+
+// unreachable returns why a GPU cannot be read at all: it could not be opened, or it was
+// lost while its facts were read.
+func unreachable(d *gpu.Device) *gpu.FieldError {
+	if e := d.Err(gpu.FieldDevice); e != nil {
+		return e
+	}
+	for _, e := range d.Errors {
+		if e.Lost {
+			return &e
+		}
+	}
+	return nil
 }

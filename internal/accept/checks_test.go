@@ -114,7 +114,12 @@ var breakCases = []breakCase{
 	{"an incomplete fabric registration fails", "hardware.fabric", func(f *Facts, _ *Policy) { gpu0(f).Fabric.State = "in-progress" }, StatusFail},
 	{"a fabric error fails", "hardware.fabric", func(f *Facts, _ *Policy) { gpu0(f).Fabric.Status = "NVML_ERROR_UNKNOWN" }, StatusFail},
 	{"a lost GPU fails", "hardware.gpu-responding", func(f *Facts, _ *Policy) { gpu0(f).SetErr(gpu.FieldECCErrors, gpu.ErrGPULost) }, StatusFail},
-	{"an unreadable device fails every GPU check", "hardware.ecc-mode", func(f *Facts, _ *Policy) { gpu0(f).SetErr(gpu.FieldDevice, errors.New("Unknown Error")) }, StatusFail},
+	{"an unreadable device fails the responding check", "hardware.gpu-responding", func(f *Facts, _ *Policy) { gpu0(f).SetErr(gpu.FieldDevice, errors.New("Unknown Error")) }, StatusFail},
+	{"an unreadable device is skipped, not failed again, by the other checks", "hardware.ecc-mode", func(f *Facts, _ *Policy) {
+		for i := range f.GPU.Devices {
+			f.GPU.Devices[i].SetErr(gpu.FieldDevice, errors.New("Unknown Error"))
+		}
+	}, StatusSkip},
 	{"ECC off fails", "hardware.ecc-mode", func(f *Facts, _ *Policy) { gpu0(f).ECC.Enabled, gpu0(f).ECC.PendingEnabled = false, false }, StatusFail},
 	{"an uncorrected ECC error fails", "hardware.ecc-errors", func(f *Facts, _ *Policy) { gpu0(f).ECC.VolatileUncorrected = 1 }, StatusFail},
 	{"many corrected ECC errors warn", "hardware.ecc-errors", func(f *Facts, _ *Policy) { gpu0(f).ECC.VolatileCorrected = 5000 }, StatusWarn},

@@ -42,20 +42,33 @@ func hardwareHealthChecks() []Check {
 			Fix: "do what the driver asks (reset the GPU, reboot the node, or drain peer-to-peer work), then rerun acceptance",
 			Run: checkRecoveryAction},
 		{ID: "hardware.xid-since-boot", Layer: LayerHardware, Title: "no hardware XID errors since boot",
-			Fix: "read the XID lines in the evidence; decode them with `gpunode xid decode` and follow their action before accepting the node",
+			Fix: "read the XID lines in the evidence and follow the action NVIDIA's XID catalog gives for each (reset the GPU, reboot the node, or service) before accepting the node",
 			Run: checkXIDs},
 	}
 }
 
 func checkResponding(f *Facts, _ *Policy) Verdict {
-	return perGPU(f, []gpu.Field{gpu.FieldUUID}, func(d *gpu.Device) gpuVerdict {
-		for fld, e := range d.Errors {
-			if strings.Contains(e.Message, gpu.ErrGPULost.Error()) {
-				return gpuVerdict{StatusFail, fmt.Sprintf("GPU lost while reading %s: %s", fld, e.Message)}
-			}
+	if v, ok := needGPUs(f); !ok {
+		return v
+	}
+	out := Verdict{Status: StatusPass}
+	var lost []string
+	for i := range f.GPU.Devices {
+		d := &f.GPU.Devices[i]
+		if e := unreachable(d); e != nil {
+			lost = append(lost, fmt.Sprintf("GPU %d: %s", d.Index, e.Message))
+			out.Evidence = append(out.Evidence, fmt.Sprintf("GPU %d (%s): not answering: %s", d.Index, d.UUID, e.Message))
+			continue
 		}
-		return gpuVerdict{StatusPass, "answering"}
-	})
+		out.Evidence = append(out.Evidence, fmt.Sprintf("GPU %d (%s): answering", d.Index, d.UUID))
+	}
+	if len(lost) > 0 {
+		out.Status = StatusFail
+		out.Message = fmt.Sprintf("%d of %d GPUs not answering: %s", len(lost), len(f.GPU.Devices), strings.Join(lost, "; "))
+		return out
+	}
+	out.Message = fmt.Sprintf("%s answering", allOf(len(f.GPU.Devices), "GPU"))
+	return out
 }
 
 func checkECCMode(f *Facts, p *Policy) Verdict {
@@ -194,7 +207,8 @@ func checkXIDs(f *Facts, p *Policy) Verdict {
 	}
 	v := Verdict{Status: StatusPass}
 	counts := map[int]int{}
-	for _, e := range f.XIDs {
+	events := xid.Dedupe(f.XIDs)
+	for _, e := range events {
 		counts[e.XID]++
 		where := byGPU[e.PCI]
 		if where == "" {
@@ -209,7 +223,7 @@ func checkXIDs(f *Facts, p *Policy) Verdict {
 			v.Status = Worse(v.Status, StatusWarn)
 		}
 	}
-	if len(f.XIDs) == 0 {
+	if len(events) == 0 {
 		v.Message = "no XID errors in the kernel log since boot"
 		return v
 	}
@@ -222,7 +236,7 @@ func checkXIDs(f *Facts, p *Policy) Verdict {
 	for _, k := range keys {
 		parts = append(parts, fmt.Sprintf("XID %d ×%d", k, counts[k]))
 	}
-	v.Message = fmt.Sprintf("%d XID events since boot: %s", len(f.XIDs), strings.Join(parts, ", "))
+	v.Message = fmt.Sprintf("%s since boot: %s", plural(len(events), "XID event"), strings.Join(parts, ", "))
 	if v.Status == StatusWarn {
 		v.Message += " (application-level only)"
 	}

@@ -93,11 +93,11 @@ func checkGPUCount(f *Facts, p *Policy) Verdict {
 	case n == 0:
 		v.Status, v.Message = StatusFail, "no GPUs found"
 	case p.Expect.GPUs > 0 && n != p.Expect.GPUs:
-		v.Status, v.Message = StatusFail, fmt.Sprintf("%d GPUs found, %d expected", n, p.Expect.GPUs)
+		v.Status, v.Message = StatusFail, fmt.Sprintf("%s found, %d expected", plural(n, "GPU"), p.Expect.GPUs)
 	case p.Expect.GPUs > 0:
-		v.Status, v.Message = StatusPass, fmt.Sprintf("%d GPUs, as expected", n)
+		v.Status, v.Message = StatusPass, fmt.Sprintf("%s, as expected", plural(n, "GPU"))
 	default:
-		v.Status, v.Message = StatusPass, fmt.Sprintf("%d GPUs (no count expected by the policy)", n)
+		v.Status, v.Message = StatusPass, fmt.Sprintf("%s (no count expected by the policy)", plural(n, "GPU"))
 	}
 	return v
 }
@@ -124,7 +124,7 @@ func checkGPUModel(f *Facts, p *Policy) Verdict {
 	case len(order) > 1:
 		v.Status, v.Message = StatusFail, fmt.Sprintf("mixed GPU models on one node: %s", quoteAll(order))
 	default:
-		v.Status, v.Message = StatusPass, fmt.Sprintf("all %d GPUs are %q", len(f.GPU.Devices), order[0])
+		v.Status, v.Message = StatusPass, fmt.Sprintf("%s: %q", allOf(len(f.GPU.Devices), "GPU"), order[0])
 	}
 	return v
 }

@@ -52,9 +52,9 @@ func checkNUMA(f *Facts, p *Policy) Verdict {
 	case bad > 0:
 		out.Status, out.Message = StatusFail, fmt.Sprintf("%d of %d GPUs have no NUMA node on a %d-node host", bad, len(h.GPUs), nodes)
 	case nodes <= 1:
-		out.Message = fmt.Sprintf("%d NUMA node: every GPU is local", nodes)
+		out.Message = fmt.Sprintf("%s: every GPU is local", plural(nodes, "NUMA node"))
 	default:
-		out.Message = fmt.Sprintf("%d GPUs placed across %d NUMA nodes", len(h.GPUs), nodes)
+		out.Message = fmt.Sprintf("%s placed across %d NUMA nodes", plural(len(h.GPUs), "GPU"), nodes)
 	}
 	return out
 }
@@ -95,7 +95,7 @@ func checkPCIeSysfs(f *Facts, _ *Policy) Verdict {
 	case slow > 0:
 		out.Status, out.Message = StatusWarn, fmt.Sprintf("%d of %d GPU links below their maximum generation (idle downtraining? recheck under load)", slow, len(h.GPUs))
 	default:
-		out.Message = fmt.Sprintf("%d GPU links at full generation and width", len(h.GPUs)-missing)
+		out.Message = fmt.Sprintf("%s at full generation and width", plural(len(h.GPUs)-missing, "GPU link"))
 	}
 	return out
 }

@@ -65,10 +65,8 @@ func checkCDI(f *Facts, _ *Policy) Verdict {
 	}
 	r := h.CDI
 	out := Verdict{Status: StatusPass}
-	var failures, warnings []string
-	for _, d := range r.DirErrors {
-		failures = append(failures, d)
-	}
+	var warnings []string
+	failures := append([]string(nil), r.DirErrors...)
 	for _, s := range r.Specs {
 		switch {
 		case s.Error != "":
@@ -100,7 +98,7 @@ func checkCDI(f *Facts, _ *Policy) Verdict {
 		if !r.UUIDsChecked {
 			checked = "GPU UUIDs not checked: no GPU facts"
 		}
-		out.Message = fmt.Sprintf("%d CDI specs valid, %s", len(r.Specs), checked)
+		out.Message = fmt.Sprintf("%s valid, %s", plural(len(r.Specs), "CDI spec"), checked)
 	}
 	return out
 }

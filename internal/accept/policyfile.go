@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"strconv"
@@ -48,15 +49,29 @@ func ParsePolicy(name string, data []byte) (Policy, error) {
 	p := DefaultPolicy()
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return p, yamlError(name, err)
+		return p, yamlError(name, data, err)
 	}
-	if len(root.Content) == 0 {
+	if len(root.Content) == 0 || root.Content[0].ShortTag() == "!!null" {
 		return p, &PolicyError{File: name, Problem: "file is empty"}
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&p); err != nil {
-		return p, yamlError(name, err)
+		return p, yamlError(name, data, err)
+	}
+	// A second document would be silently ignored: refuse it (an empty one is harmless).
+	for {
+		var extra yaml.Node
+		err := dec.Decode(&extra)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return p, yamlError(name, data, err)
+		}
+		if len(extra.Content) > 0 && extra.Content[0].ShortTag() != "!!null" {
+			return p, &PolicyError{File: name, Line: extra.Line, Problem: "more than one YAML document (a policy file holds one)"}
+		}
 	}
 	if err := p.validate(); err != nil {
 		var fe *fieldErr
@@ -68,7 +83,7 @@ func ParsePolicy(name string, data []byte) (Policy, error) {
 	return p, nil
 }
 
-func yamlError(name string, err error) error {
+func yamlError(name string, data []byte, err error) error {
 	msg := err.Error()
 	msg = strings.TrimPrefix(msg, "yaml: unmarshal errors:\n")
 	msg = strings.TrimPrefix(msg, "yaml: ")
@@ -83,7 +98,25 @@ func yamlError(name string, err error) error {
 		}
 		return &PolicyError{File: name, Line: line, Problem: problem}
 	}
-	return &PolicyError{File: name, Problem: first}
+	return &PolicyError{File: name, Line: errorLine(data, first), Problem: first}
+}
+
+// errorLine finds the line of a YAML error that came without one (the parser omits the
+// line on the first line, for unknown anchors and for invalid UTF-8): the first line at
+// which the file, cut after that line, fails with the same problem; 0 when none does.
+func errorLine(data []byte, problem string) int {
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	end := 0
+	for i, l := range lines {
+		end += len(l)
+		var p Policy
+		dec := yaml.NewDecoder(bytes.NewReader(data[:end]))
+		dec.KnownFields(true)
+		if err := dec.Decode(&p); err != nil && strings.Contains(err.Error(), problem) {
+			return i + 1
+		}
+	}
+	return 0
 }
 
 // fieldErr is a semantic error at a YAML path such as "host.iommu".
@@ -141,13 +174,17 @@ func (p *Policy) validate() error {
 	if p.Kind != PolicyKind {
 		return ferr("kind", "%q is not supported (want %s)", p.Kind, PolicyKind)
 	}
-	for _, l := range p.Layers {
-		if _, err := ParseLayer(string(l)); err != nil {
+	seen := map[Layer]bool{}
+	for i, l := range p.Layers {
+		layer, err := ParseLayer(string(l))
+		if err != nil {
 			return ferr("layers", "%v", err)
 		}
-	}
-	for i, l := range p.Layers {
-		p.Layers[i], _ = ParseLayer(string(l))
+		if seen[layer] {
+			return ferr("layers", "%q names layer %s (%s) a second time", l, layer, layer.Code())
+		}
+		seen[layer] = true
+		p.Layers[i] = layer
 	}
 	checks := []error{
 		nonNegative("expect.gpus", p.Expect.GPUs),
@@ -157,11 +194,14 @@ func (p *Policy) validate() error {
 		inRange("expect.pcieGen", p.Expect.PCIeGen, 0, 6),
 		oneOfInt("expect.pcieWidth", p.Expect.PCIeWidth, 0, 1, 2, 4, 8, 16, 32),
 		nonNegative("thresholds.maxTemperatureC", p.Thresholds.MaxTemperatureC),
+		nonNegative("thresholds.maxRetiredPages", p.Thresholds.MaxRetiredPages),
+		nonNegative("thresholds.maxCorrectableRemappedRows", p.Thresholds.MaxCorrectableRemappedRows),
 		inRange("thresholds.maxPowerPercent", p.Thresholds.MaxPowerPercent, 1, 100),
 		oneOf("host.iommu", p.Host.IOMMU, "any", "enabled", "passthrough", "disabled"),
 		oneOfInt("host.cgroupVersion", p.Host.CgroupVersion, 0, 1, 2),
 		oneOf("host.secureBoot", p.Host.SecureBoot, "any", "enabled", "disabled"),
 		oneOf("host.smt", p.Host.SMT, "any", "on", "off"),
+		nonNegative("host.minHugepages", p.Host.MinHugepages),
 		inRange("host.minFreePercent", p.Host.MinFreePercent, 0, 100),
 		inRange("host.minFreeInodesPercent", p.Host.MinFreeInodesPercent, 0, 100),
 		oneOf("host.nvidiaRuntime", p.Host.NVIDIARuntime, "auto", "required", "ignore"),
@@ -172,13 +212,17 @@ func (p *Policy) validate() error {
 			return err
 		}
 	}
-	for path, cs := range map[string][]string{
-		"versions.driver": p.Versions.Driver, "versions.cuda": p.Versions.CUDA,
-		"versions.kernel": p.Versions.Kernel, "versions.containerd": p.Versions.Containerd,
+	// A slice, not a map: with several bad constraints the same one is reported every time.
+	for _, vs := range []struct {
+		path string
+		cs   []string
+	}{
+		{"versions.driver", p.Versions.Driver}, {"versions.cuda", p.Versions.CUDA},
+		{"versions.kernel", p.Versions.Kernel}, {"versions.containerd", p.Versions.Containerd},
 	} {
-		for _, c := range cs {
+		for _, c := range vs.cs {
 			if _, err := ParseConstraint(c); err != nil {
-				return ferr(path, "%v", err)
+				return ferr(vs.path, "%v", err)
 			}
 		}
 	}

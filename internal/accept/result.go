@@ -126,3 +126,19 @@ func (s *Summary) Add(st Status) {
 		s.Skip++
 	}
 }
+
+// plural writes "1 GPU" or "8 GPUs".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// allOf writes "the only GPU" or "all 8 GPUs".
+func allOf(n int, noun string) string {
+	if n == 1 {
+		return "the only " + noun
+	}
+	return fmt.Sprintf("all %d %ss", n, noun)
+}

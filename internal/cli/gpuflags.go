@@ -3,6 +3,8 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -13,11 +15,13 @@ import (
 
 // gpuOptions are the flags every command that talks to GPUs takes.
 type gpuOptions struct {
-	sim string
+	sim        string
+	simElapsed time.Duration
 }
 
 func (o *gpuOptions) addFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.sim, "sim", "", "use simulated GPUs: a preset ("+joinPresets()+") or a scenario YAML file")
+	fs.StringVar(&o.sim, "sim", "", "use simulated GPUs: a preset ("+joinPresets()+") or a scenario YAML file (docs/sim-scenarios.md)")
+	fs.DurationVar(&o.simElapsed, "sim-elapsed", 0, "with --sim: read the scenario as if this long had passed since the simulated node started (its timed faults up to then have happened)")
 }
 
 func joinPresets() string {
@@ -34,8 +38,14 @@ func joinPresets() string {
 // openBackend returns the simulated backend when --sim is set, NVML otherwise. A bad
 // scenario is a usage error (exit 2); a missing driver is a plain failure (exit 1).
 func (o *gpuOptions) openBackend() (gpu.Backend, error) {
+	if o.sim == "" && o.simElapsed != 0 {
+		return nil, usageErrorf("--sim-elapsed needs --sim")
+	}
 	if o.sim != "" {
-		b, err := sim.Load(o.sim)
+		if o.simElapsed < 0 {
+			return nil, usageErrorf("--sim-elapsed %s: must not be negative", o.simElapsed)
+		}
+		b, err := sim.Load(o.sim, sim.WithClock(startedAgo(o.simElapsed)))
 		if err != nil {
 			if errors.Is(err, sim.ErrInvalidScenario) {
 				return nil, usageError(err)
@@ -49,4 +59,18 @@ func (o *gpuOptions) openBackend() (gpu.Backend, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// startedAgo is a clock whose first reading (the simulated node's start) lies d in the past.
+func startedAgo(d time.Duration) func() time.Time {
+	var once sync.Once
+	return func() time.Time {
+		now := time.Now()
+		first := false
+		once.Do(func() { first = true })
+		if first {
+			return now.Add(-d)
+		}
+		return now
+	}
 }

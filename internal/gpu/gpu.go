@@ -95,8 +95,10 @@ const (
 type FieldError struct {
 	// NotSupported is true when the hardware or driver does not have the fact at all
 	// (a check then skips); false when reading it failed (a check then fails).
-	NotSupported bool   `json:"notSupported,omitempty"`
-	Message      string `json:"message"`
+	NotSupported bool `json:"notSupported,omitempty"`
+	// Lost is true when the GPU stopped answering while the fact was read.
+	Lost    bool   `json:"lost,omitempty"`
+	Message string `json:"message"`
 }
 
 // Error implements error.
@@ -104,5 +106,5 @@ func (e FieldError) Error() string { return e.Message }
 
 // NewFieldError converts a backend error into a FieldError.
 func NewFieldError(err error) FieldError {
-	return FieldError{NotSupported: errors.Is(err, ErrNotSupported), Message: err.Error()}
+	return FieldError{NotSupported: errors.Is(err, ErrNotSupported), Lost: errors.Is(err, ErrGPULost), Message: err.Error()}
 }

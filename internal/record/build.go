@@ -83,13 +83,14 @@ func gpus(s *gpu.Snapshot, results []accept.Result) []GPU {
 		}
 		prefix := fmt.Sprintf("GPU %d ", d.Index)
 		prefix2 := fmt.Sprintf("GPU %d:", d.Index)
+		perGPU := fmt.Sprintf("GPU %d (%s): ", d.Index, d.UUID)
 		for _, res := range results {
 			if res.Status != accept.StatusWarn && res.Status != accept.StatusFail {
 				continue
 			}
 			for _, e := range res.Evidence {
 				if strings.HasPrefix(e, prefix) || strings.HasPrefix(e, prefix2) {
-					if gpuLineBad(e, res) {
+					if gpuLineBad(e, perGPU, res) {
 						g.Status = accept.Worse(g.Status, res.Status)
 					}
 				}
@@ -101,10 +102,13 @@ func gpus(s *gpu.Snapshot, results []accept.Result) []GPU {
 }
 
 // gpuLineBad reports whether an evidence line about one GPU is what made the check
-// warn or fail (the other GPUs' lines of the same check are fine).
-func gpuLineBad(line string, res accept.Result) bool {
-	_, msg, _ := strings.Cut(line, "): ")
-	if msg == "" {
+// warn or fail. A per-GPU line "GPU N (UUID): msg" is when the check's message carries
+// msg (the other GPUs' lines of the same check are fine); any other line naming the GPU
+// ("GPU N: XID 13: …") is about that GPU alone. Only the per-GPU prefix is cut off: the
+// message itself may contain "): " (XID 13's "on (GPC 0, TPC 0, SM 0): …").
+func gpuLineBad(line, perGPUPrefix string, res accept.Result) bool {
+	msg, ok := strings.CutPrefix(line, perGPUPrefix)
+	if !ok || msg == "" {
 		return true
 	}
 	return strings.Contains(res.Message, msg)

@@ -5,6 +5,7 @@
 package xid
 
 import (
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -22,6 +23,9 @@ type Event struct {
 	PID             string `json:"pid,omitempty"`
 	Process         string `json:"process,omitempty"`
 	Message         string `json:"message"`
+	// Derived is true for a line that implies the XID without being an "Xid" report (the
+	// driver's separate fallen-off-the-bus messages); it usually repeats an XID 79 line.
+	Derived bool `json:"derived,omitempty"`
 	// Line is the kernel-log line the event came from.
 	Line string `json:"line"`
 }
@@ -55,7 +59,7 @@ func ParseLine(line string) (Event, bool) {
 	}
 	if m := offBusRe.FindStringSubmatch(line); m != nil {
 		return Event{XID: 79, PCI: strings.ToLower(m[1]), GPUInstance: -1, ComputeInstance: -1,
-			Message: "GPU has fallen off the bus.", Line: line}, true
+			Message: "GPU has fallen off the bus.", Derived: true, Line: line}, true
 	}
 	return Event{}, false
 }
@@ -83,4 +87,22 @@ func NormalizeBusID(id string) string {
 		parts[0] = parts[0][len(parts[0])-4:]
 	}
 	return strings.Join(parts, ":")
+}
+
+// Dedupe drops derived events that repeat an XID report of the same code and device.
+func Dedupe(events []Event) []Event {
+	reported := map[string]bool{}
+	for _, e := range events {
+		if !e.Derived {
+			reported[fmt.Sprintf("%s/%d", e.PCI, e.XID)] = true
+		}
+	}
+	out := make([]Event, 0, len(events))
+	for _, e := range events {
+		if e.Derived && reported[fmt.Sprintf("%s/%d", e.PCI, e.XID)] {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
 }

@@ -18,9 +18,9 @@ func TestParseLine(t *testing.T) {
 		{"a 94 line with pid and no name is parsed", "[Sun Feb 23 16:24:18 2025] NVRM: Xid (PCI:0000:2a:00): 94, pid=1234, Contained: SM (0x1). RST: No, D-RST: No",
 			Event{XID: 94, PCI: "0000:2a:00", GPUInstance: -1, ComputeInstance: -1, PID: "1234", Message: "Contained: SM (0x1). RST: No, D-RST: No"}, true},
 		{"the fallen-off-the-bus variant without an Xid is XID 79", "NVRM: GPU 0000:2b:00.0: GPU has fallen off the bus.",
-			Event{XID: 79, PCI: "0000:2b:00", GPUInstance: -1, ComputeInstance: -1, Message: "GPU has fallen off the bus."}, true},
+			Event{XID: 79, PCI: "0000:2b:00", GPUInstance: -1, ComputeInstance: -1, Message: "GPU has fallen off the bus.", Derived: true}, true},
 		{"the legacy fallen-off-the-bus line is XID 79", "NVRM: GPU at 0000:01:00.0 has fallen off the bus.",
-			Event{XID: 79, PCI: "0000:01:00", GPUInstance: -1, ComputeInstance: -1, Message: "GPU has fallen off the bus."}, true},
+			Event{XID: 79, PCI: "0000:01:00", GPUInstance: -1, ComputeInstance: -1, Message: "GPU has fallen off the bus.", Derived: true}, true},
 		{"an unrelated NVRM line is not an event", "NVRM: GPU at PCI:0000:9b:00: GPU-0b1a1b2c-3d4e-5f60-7182-93a4b5c6d7e8", Event{}, false},
 	}
 	for _, tc := range cases {
@@ -57,4 +57,24 @@ func FuzzParseLine(f *testing.F) {
 			t.Fatalf("negative xid from %q", s)
 		}
 	})
+}
+
+func TestDedupeDropsTheFallenOffTheBusLineThatRepeatsAnXID79(t *testing.T) {
+	lines := []string{
+		"NVRM: Xid (PCI:0000:3a:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
+		"NVRM: GPU 0000:3a:00.0: GPU has fallen off the bus.",
+		"NVRM: GPU 0000:5d:00.0: GPU has fallen off the bus.",
+	}
+	var evs []Event
+	for _, l := range lines {
+		ev, ok := ParseLine(l)
+		if !ok {
+			t.Fatalf("not parsed: %q", l)
+		}
+		evs = append(evs, ev)
+	}
+	got := Dedupe(evs)
+	if len(got) != 2 || got[0].Derived || got[1].PCI != "0000:5d:00" {
+		t.Fatalf("Dedupe = %+v", got)
+	}
 }
