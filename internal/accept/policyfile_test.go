@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -175,7 +176,7 @@ func TestParsePolicyErrorsNameFileAndLine(t *testing.T) {
 		{"a YAML syntax error names its line", policyHeader + "expect:\n  gpus: 8\n   model: x\n", 5, "mapping values are not allowed"},
 		{"a YAML syntax error on the first line names line 1", "a: b: c\n", 1, "mapping values are not allowed"},
 		{"a tab used as indentation names its line", policyHeader + "expect:\n\tgpus: 8\n", 4, "cannot start any token"},
-		{"an unterminated quote is reported", policyHeader + "name: \"x\n", 4, "unexpected end of stream"},
+		{"an unterminated quote names the line it opens on", policyHeader + "name: \"x\n", 3, "unexpected end of stream"},
 		{"an unknown anchor names its line", policyHeader + "expect: *nope\n", 3, "unknown anchor"},
 		{"invalid UTF-8 names its line", policyHeader + "name: \xff\n", 3, "UTF-8"},
 		{"an unknown top-level field names its line", policyHeader + "expekt:\n  gpus: 8\n", 3, `unknown field "expekt"`},
@@ -318,4 +319,59 @@ func assertPolicyError(t *testing.T, err error, file string, line int, text stri
 	if !strings.HasPrefix(err.Error(), prefix) {
 		t.Errorf("error %q, want it to start with %q", err, prefix)
 	}
+}
+
+func FuzzParsePolicy(f *testing.F) {
+	f.Add([]byte(everyField))
+	f.Add([]byte(policyHeader + "layers: [L1, host]\nversions:\n  kernel: [\"6.8\"]\n"))
+	f.Add([]byte("expect:\n  gpuz: 8\n"))
+	f.Add([]byte("a: b: c\n"))
+	f.Add([]byte("expect: &a\n  gpus: 1\nhost: *a\n"))
+	f.Add([]byte("name: a\n---\nname: b\n"))
+	f.Add([]byte(""))
+	if files, err := filepath.Glob(filepath.Join(examplePolicies, "*.yaml")); err == nil {
+		for _, file := range files {
+			if data, err := os.ReadFile(file); err == nil {
+				f.Add(data)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := ParsePolicy("fuzz.yaml", data)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidPolicy) {
+				t.Fatalf("error %v is not ErrInvalidPolicy", err)
+			}
+			if !strings.HasPrefix(err.Error(), "policy fuzz.yaml: ") {
+				t.Fatalf("error %q does not name the file", err)
+			}
+			return
+		}
+		// What ParsePolicy accepts, the checks can use without further validation.
+		if p.APIVersion != PolicyAPIVersion || p.Kind != PolicyKind {
+			t.Errorf("accepted apiVersion %q kind %q", p.APIVersion, p.Kind)
+		}
+		seen := map[Layer]bool{}
+		for _, l := range p.Layers {
+			if !slices.Contains(NodeLocalLayers, l) || seen[l] {
+				t.Errorf("accepted layers %q", p.Layers)
+			}
+			seen[l] = true
+		}
+		for _, cs := range [][]string{p.Versions.Driver, p.Versions.CUDA, p.Versions.Kernel, p.Versions.Containerd} {
+			for _, c := range cs {
+				if _, err := ParseConstraint(c); err != nil {
+					t.Errorf("accepted constraint %q: %v", c, err)
+				}
+			}
+		}
+		if p.Thresholds.MaxPowerPercent < 1 || p.Thresholds.MaxPowerPercent > 100 || p.Host.MinHugepages < 0 ||
+			p.Thresholds.MaxRetiredPages < 0 || p.Thresholds.MaxCorrectableRemappedRows < 0 {
+			t.Errorf("accepted thresholds %+v, host %+v", p.Thresholds, p.Host)
+		}
+		// Parsing is deterministic.
+		if again, err := ParsePolicy("fuzz.yaml", data); err != nil || !reflect.DeepEqual(again, p) {
+			t.Errorf("a second parse gave %+v, %v", again, err)
+		}
+	})
 }

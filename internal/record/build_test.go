@@ -115,6 +115,9 @@ func TestGPUStatusesMarkOnlyTheGPUsAtFault(t *testing.T) {
 		{"GPU 4 falling off the bus marks only GPU 4 failed",
 			[]sim.Fault{{GPU: 4, Type: sim.FaultXID, XID: 79}},
 			map[int]accept.Status{4: accept.StatusFail}, "7 of 8 without warnings or failures"},
+		{"two GPUs with the same pending row remap are both marked, though the message names one",
+			[]sim.Fault{{GPU: 2, Type: sim.FaultRowRemapPending}, {GPU: 5, Type: sim.FaultRowRemapPending}},
+			map[int]accept.Status{2: accept.StatusFail, 5: accept.StatusFail}, "6 of 8 without warnings or failures"},
 		{"a hot GPU 6 marks only GPU 6 failed",
 			[]sim.Fault{{GPU: 6, Type: sim.FaultThermalThrottle}},
 			map[int]accept.Status{6: accept.StatusFail}, "7 of 8 without warnings or failures"},
@@ -176,6 +179,30 @@ func TestNodeNamesAreSanitizedForFileNames(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := sanitizeName(tc.node); got != tc.want {
 				t.Errorf("sanitizeName(%q) = %q, want %q", tc.node, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestACheckMessageNamesAGPUOnlyByItsOwnIndex(t *testing.T) {
+	cases := []struct {
+		name  string
+		msg   string
+		index int
+		want  bool
+	}{
+		{"a message that starts with the GPU names it", "GPU 1: row remap pending", 1, true},
+		{"a GPU named after other words", "1 of 8 GPUs not answering: GPU 4: GPU is lost", 4, true},
+		{"a GPU named second in a list", "GPU 2: lost; GPU 7: lost", 7, true},
+		{"GPU 1 is not GPU 11", "GPU 11: row remap pending", 1, false},
+		{"GPU 1 is not vGPU 1", "vGPU 1: not supported", 1, false},
+		{"a GPU named with its UUID is a line, not a message", "GPU 3 (GPU-abc): hot", 3, false},
+		{"a message that names no GPU", "2 XID events since boot", 0, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := namesGPU(tc.msg, tc.index); got != tc.want {
+				t.Errorf("namesGPU(%q, %d) = %v, want %v", tc.msg, tc.index, got, tc.want)
 			}
 		})
 	}

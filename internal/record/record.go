@@ -117,6 +117,8 @@ type GPU struct {
 	VBIOS     string `json:"vbios,omitempty"`
 	PCIBusID  string `json:"pciBusId"`
 	PCIe      string `json:"pcie"`
-	// Status is the worst status of the checks that name this GPU in their evidence.
+	// Status is the worst status of the checks that warn or fail because of this GPU: their
+	// message names it, its evidence line shows the finding of a GPU the message names, or
+	// an evidence line is about this GPU alone (an XID).
 	Status accept.Status `json:"status"`
 }

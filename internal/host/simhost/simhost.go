@@ -55,6 +55,9 @@ func Reader(devs []gpu.Device, now func() time.Time) (*host.Reader, error) {
 		put(fsys, fmt.Sprintf("dev/nvidia%d", i), "")
 		fmt.Fprintf(&cdi, "- name: %s\n  containerEdits:\n    deviceNodes:\n    - path: /dev/nvidia%d\n", d.UUID, i)
 	}
+	if len(devs) > 0 {
+		put(fsys, "sys/class/dmi/id/product_name", dgxName(devs[0].Name))
+	}
 	for _, n := range []string{"dev/nvidiactl", "dev/nvidia-uvm", "dev/nvidia-uvm-tools"} {
 		put(fsys, n, "")
 	}
@@ -137,4 +140,14 @@ func parseTxtar(s string) (map[string][]byte, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// dgxName is the DMI product name of the DGX that carries such GPUs.
+func dgxName(gpuName string) string {
+	for _, m := range []string{"A100", "H100", "H200", "B200", "B300"} {
+		if strings.Contains(gpuName, m) {
+			return "DGX" + m
+		}
+	}
+	return "DGX"
 }
