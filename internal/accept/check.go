@@ -22,6 +22,7 @@ type Verdict struct {
 	Status   Status
 	Message  string
 	Evidence []string
+	GPUs     []GPUResult
 }
 
 func pass(msg string, args ...any) Verdict {
@@ -66,6 +67,7 @@ func perGPU(f *Facts, fields []gpu.Field, fn func(d *gpu.Device) gpuVerdict) Ver
 		}
 		line := fmt.Sprintf("GPU %d (%s): %s", d.Index, d.UUID, gv.msg)
 		out.Evidence = append(out.Evidence, line)
+		out.GPUs = append(out.GPUs, GPUResult{Index: d.Index, UUID: d.UUID, Status: gv.status, Message: gv.msg})
 		switch gv.status {
 		case StatusPass:
 			passMsgs = append(passMsgs, gv.msg)

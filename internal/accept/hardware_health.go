@@ -58,9 +58,11 @@ func checkResponding(f *Facts, _ *Policy) Verdict {
 		if e := unreachable(d); e != nil {
 			lost = append(lost, fmt.Sprintf("GPU %d: %s", d.Index, e.Message))
 			out.Evidence = append(out.Evidence, fmt.Sprintf("GPU %d (%s): not answering: %s", d.Index, d.UUID, e.Message))
+			out.GPUs = append(out.GPUs, GPUResult{Index: d.Index, UUID: d.UUID, Status: StatusFail, Message: "not answering: " + e.Message})
 			continue
 		}
 		out.Evidence = append(out.Evidence, fmt.Sprintf("GPU %d (%s): answering", d.Index, d.UUID))
+		out.GPUs = append(out.GPUs, GPUResult{Index: d.Index, UUID: d.UUID, Status: StatusPass, Message: "answering"})
 	}
 	if len(lost) > 0 {
 		out.Status = StatusFail
@@ -200,11 +202,15 @@ func checkXIDs(f *Facts, p *Policy) Verdict {
 		return skip("kernel log not readable: %v", f.KernelLogErr)
 	}
 	byGPU := map[string]string{}
+	devByPCI := map[string]*gpu.Device{}
 	if f.GPU != nil {
-		for _, d := range f.GPU.Devices {
+		for i, d := range f.GPU.Devices {
 			byGPU[xid.NormalizeBusID(d.PCI.BusID)] = fmt.Sprintf("GPU %d", d.Index)
+			devByPCI[xid.NormalizeBusID(d.PCI.BusID)] = &f.GPU.Devices[i]
 		}
 	}
+	perGPU := map[int]*GPUResult{}
+	var order []int
 	v := Verdict{Status: StatusPass}
 	counts := map[int]int{}
 	events := xid.Dedupe(f.XIDs)
@@ -217,11 +223,27 @@ func checkXIDs(f *Facts, p *Policy) Verdict {
 		if len(v.Evidence) < 20 {
 			v.Evidence = append(v.Evidence, fmt.Sprintf("%s: XID %d: %s", where, e.XID, e.Message))
 		}
+		st := StatusWarn
 		if !slices.Contains(p.Thresholds.IgnoreXIDs, e.XID) {
-			v.Status = StatusFail
-		} else {
-			v.Status = Worse(v.Status, StatusWarn)
+			st = StatusFail
 		}
+		v.Status = Worse(v.Status, st)
+		if d := devByPCI[e.PCI]; d != nil {
+			g := perGPU[d.Index]
+			if g == nil {
+				g = &GPUResult{Index: d.Index, UUID: d.UUID, Status: st}
+				perGPU[d.Index] = g
+				order = append(order, d.Index)
+			} else {
+				g.Message += ", "
+			}
+			g.Status = Worse(g.Status, st)
+			g.Message += fmt.Sprintf("XID %d", e.XID)
+		}
+	}
+	slices.Sort(order)
+	for _, i := range order {
+		v.GPUs = append(v.GPUs, *perGPU[i])
 	}
 	if len(events) == 0 {
 		v.Message = "no XID errors in the kernel log since boot"

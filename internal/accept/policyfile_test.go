@@ -2,6 +2,7 @@ package accept
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 const policyHeader = "apiVersion: gpunode.dev/v1alpha1\nkind: AcceptancePolicy\n"
@@ -337,7 +339,16 @@ func FuzzParsePolicy(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		ch := make(chan struct{})
+		go func() {
+			select {
+			case <-ch:
+			case <-time.After(3 * time.Second):
+				panic(fmt.Sprintf("HANG %q", data))
+			}
+		}()
 		p, err := ParsePolicy("fuzz.yaml", data)
+		close(ch)
 		if err != nil {
 			if !errors.Is(err, ErrInvalidPolicy) {
 				t.Fatalf("error %v is not ErrInvalidPolicy", err)

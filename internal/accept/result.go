@@ -103,6 +103,16 @@ type Result struct {
 	Evidence []string `json:"evidence,omitempty"`
 	// Fix: what a person should do when the check does not pass.
 	Fix string `json:"fix,omitempty"`
+	// GPUs is each GPU's part in a per-GPU check (empty for node-level checks).
+	GPUs []GPUResult `json:"gpus,omitempty"`
+}
+
+// GPUResult is one GPU's verdict inside a check.
+type GPUResult struct {
+	Index   int    `json:"index"`
+	UUID    string `json:"uuid"`
+	Status  Status `json:"status"`
+	Message string `json:"message"`
 }
 
 // Summary counts results by status.

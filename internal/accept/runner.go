@@ -82,7 +82,7 @@ func runOne(c Check, f *Facts, p *Policy) (r Result) {
 		}
 	}()
 	v := c.Run(f, p)
-	r.Status, r.Message, r.Evidence = v.Status, v.Message, v.Evidence
+	r.Status, r.Message, r.Evidence, r.GPUs = v.Status, v.Message, v.Evidence, v.GPUs
 	if r.Status == "" {
 		r.Status = StatusFail
 		r.Message = "check returned no verdict (a gpunode bug)"

@@ -13,6 +13,7 @@ func TestAcceptExitCodesAndVerdicts(t *testing.T) {
 	dir := t.TempDir()
 	xid79 := writeFile(t, dir, "xid79.yaml", scenarioXID79)
 	remap := writeFile(t, dir, "remap.yaml", scenarioRowRemap)
+	at30s := writeFile(t, dir, "at30s.yaml", strings.Replace(scenarioRowRemap, "  - gpu: 2", "  - at: 30s\n    gpu: 2", 1))
 	cases := []struct {
 		name     string
 		args     []string
@@ -30,6 +31,11 @@ func TestAcceptExitCodesAndVerdicts(t *testing.T) {
 		{"a pending row remap at 0s fails the node and names the check",
 			[]string{"--sim", remap}, ExitFail,
 			[]string{"FAILED:", "FAIL   hardware.row-remap", "GPU 2: row remap pending"}, []string{"FAIL   hardware.gpu-responding"}},
+		{"a fault timed at 30s has not happened at the start",
+			[]string{"--sim", at30s}, ExitOK, []string{"PASSED:"}, nil},
+		{"a fault timed at 30s has happened once --sim-elapsed passes it",
+			[]string{"--sim", at30s, "--sim-elapsed", "1m"}, ExitFail,
+			[]string{"FAILED:", "FAIL   hardware.row-remap", "GPU 2: row remap pending"}, nil},
 		{"expecting 4 GPUs on an 8-GPU node fails the GPU count",
 			[]string{"--sim", "h100x8", "--expect-gpus", "4"}, ExitFail,
 			[]string{"FAILED:", "FAIL   hardware.gpu-count", "8 GPUs found, 4 expected"}, []string{"FAIL   hardware.gpu-model"}},

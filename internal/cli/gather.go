@@ -85,6 +85,9 @@ func gather(ctx context.Context, o *factOptions, p *progress) (*accept.Facts, fu
 
 	p.step("reading the kernel log")
 	f.XIDs, f.KernelLogErr = o.readXIDs(ctx, backend)
+	if exitCode(f.KernelLogErr) == ExitUsage {
+		return nil, closeFn, f.KernelLogErr
+	}
 	p.stepDone(fmt.Sprintf("kernel log (%d XID events)", len(f.XIDs)), f.KernelLogErr)
 	return f, closeFn, nil
 }
@@ -106,6 +109,10 @@ func (o *factOptions) readXIDs(ctx context.Context, b gpu.Backend) ([]xid.Event,
 	}
 	st, err := os.Stat(o.kernelLog)
 	if err != nil {
+		if o.kernelLog != defaultKernelLog {
+			// A file the user named that is not there is bad input, not a skipped check.
+			return nil, usageError(fmt.Errorf("--kernel-log %s: %w", o.kernelLog, err))
+		}
 		return nil, fmt.Errorf("kernel log %s: %w", o.kernelLog, err)
 	}
 	if st.Mode()&os.ModeCharDevice != 0 {

@@ -35,8 +35,8 @@ func joinPresets() string {
 	return s
 }
 
-// openBackend returns the simulated backend when --sim is set, NVML otherwise. A bad
-// scenario is a usage error (exit 2); a missing driver is a plain failure (exit 1).
+// openBackend returns the simulated backend when --sim is set, NVML otherwise. A bad or
+// unreadable scenario is a usage error (exit 2); a missing driver is a plain failure (exit 1).
 func (o *gpuOptions) openBackend() (gpu.Backend, error) {
 	if o.sim == "" && o.simElapsed != 0 {
 		return nil, usageErrorf("--sim-elapsed needs --sim")
@@ -50,7 +50,9 @@ func (o *gpuOptions) openBackend() (gpu.Backend, error) {
 			if errors.Is(err, sim.ErrInvalidScenario) {
 				return nil, usageError(err)
 			}
-			return nil, fmt.Errorf("simulated GPUs: %w", err)
+			// A scenario file that cannot be read is bad input too: carrying on without GPU
+			// facts would read the real host and kernel log into a simulated run.
+			return nil, usageError(fmt.Errorf("simulated GPUs: %w", err))
 		}
 		return b, nil
 	}

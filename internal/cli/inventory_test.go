@@ -83,7 +83,8 @@ func TestInventoryTextSummarizesTheNode(t *testing.T) {
 func TestInventoryRefusesABadLabelMapping(t *testing.T) {
 	dir := t.TempDir()
 	cases := []struct{ name, path, inStderr string }{
-		{"a YAML syntax error", writeFile(t, dir, "syntax.yaml", "rules: [\n"), ""},
+		{"a YAML syntax error", writeFile(t, dir, "syntax.yaml", "rules: [\n"), "syntax.yaml:1: "},
+		{"an unknown key", writeFile(t, dir, "unknown.yaml", "rules: []\nrulez: []\n"), `unknown.yaml:2: unknown key "rulez"`},
 		{"a missing file", filepath.Join(dir, "missing.yaml"), "no such file"},
 	}
 	for _, tc := range cases {

@@ -54,6 +54,8 @@ func TestABadScenarioOrPresetExitsTwoNamingIt(t *testing.T) {
 			[]string{"scenario " + badType + ": line 5: unknown fault type \"xidd\""}},
 		{"an unknown preset in a scenario file", []string{"accept", "--sim", badPreset},
 			[]string{"scenario " + badPreset + ": line 2: unknown preset \"h900x8\""}},
+		{"a scenario file that does not exist", []string{"accept", "--sim", filepath.Join(dir, "missing.yaml")},
+			[]string{"read sim scenario " + filepath.Join(dir, "missing.yaml"), "no such file"}},
 		{"an unknown preset name", []string{"accept", "--sim", "h900x8"},
 			[]string{`unknown sim preset "h900x8"`, "h100x8"}},
 		{"an unknown preset name for inventory", []string{"inventory", "--sim", "h900x8"},
@@ -84,6 +86,8 @@ func TestBadUsageExitsTwo(t *testing.T) {
 		{"an extra argument to version", []string{"version", "extra"}, `"extra"`},
 		{"a flag value of the wrong type", []string{"accept", "--expect-gpus", "eight"}, `invalid argument "eight"`},
 		{"a negative GPU count", []string{"accept", "--sim", "h100x8", "--expect-gpus", "-1"}, "--expect-gpus -1: must not be negative"},
+		{"--sim-elapsed without --sim", []string{"accept", "--sim-elapsed", "1m"}, "--sim-elapsed needs --sim"},
+		{"a negative --sim-elapsed", []string{"accept", "--sim", "h100x8", "--sim-elapsed", "-1m"}, "must not be negative"},
 		{"an unknown layer", []string{"accept", "--sim", "h100x8", "--layers", "L9"}, `--layers: unknown layer "L9"`},
 	}
 	for _, tc := range cases {

@@ -81,76 +81,18 @@ func gpus(s *gpu.Snapshot, results []accept.Result) []GPU {
 		if d.Err(gpu.FieldPCIeLink) == nil {
 			g.PCIe = fmt.Sprintf("gen%d x%d (max gen%d x%d)", d.PCI.LinkGen, d.PCI.LinkWidth, d.PCI.LinkGenMax, d.PCI.LinkWidthMax)
 		}
+		// A GPU's status is the worst warning or failure the per-GPU checks gave it; node-level
+		// checks (a wrong GPU count) and skips do not mark a GPU.
+		for _, res := range results {
+			for _, gr := range res.GPUs {
+				if gr.Index == d.Index && (gr.Status == accept.StatusWarn || gr.Status == accept.StatusFail) {
+					g.Status = accept.Worse(g.Status, gr.Status)
+				}
+			}
+		}
 		out = append(out, g)
 	}
-	for _, res := range results {
-		if res.Status != accept.StatusWarn && res.Status != accept.StatusFail {
-			continue
-		}
-		bad := badGPUs(res, s.Devices)
-		for i := range out {
-			if bad[out[i].Index] {
-				out[i].Status = accept.Worse(out[i].Status, res.Status)
-			}
-		}
-	}
 	return out
-}
-
-// badGPUs returns the GPUs that made a warning or failing check warn or fail. A check's
-// evidence has a line per GPU, "GPU N (UUID): finding", for the good GPUs as well as the
-// bad; its message names the bad ones as "GPU N: …" (or the first of them, "and K more").
-// A GPU is bad when the message names it, when its finding is the finding of a GPU the
-// message names, or when an evidence line is about it alone ("GPU N: XID 48: …").
-// Findings are compared whole, never searched for in the message: a good GPU's
-// "answering" is part of a bad one's "not answering", and a finding may itself contain
-// "): " (XID 13's "on (GPC 0, TPC 0, SM 0): …").
-func badGPUs(res accept.Result, devs []gpu.Device) map[int]bool {
-	bad := map[int]bool{}
-	findings := map[int]string{}
-	badFindings := map[string]bool{}
-	for _, d := range devs {
-		perGPU := fmt.Sprintf("GPU %d (%s): ", d.Index, d.UUID)
-		alone := fmt.Sprintf("GPU %d:", d.Index)
-		for _, e := range res.Evidence {
-			if f, ok := strings.CutPrefix(e, perGPU); ok {
-				findings[d.Index] = f
-				if namesGPU(res.Message, d.Index) {
-					bad[d.Index] = true
-					badFindings[f] = true
-				}
-			} else if strings.HasPrefix(e, alone) {
-				bad[d.Index] = true
-			}
-		}
-	}
-	for i, f := range findings {
-		if badFindings[f] {
-			bad[i] = true
-		}
-	}
-	return bad
-}
-
-// namesGPU reports whether a check's message names GPU index as "GPU N:", at its start or
-// after a space or punctuation ("GPU 1:" is not in "GPU 11:" nor in "vGPU 1:").
-func namesGPU(msg string, index int) bool {
-	tag := fmt.Sprintf("GPU %d:", index)
-	for off := 0; ; {
-		i := strings.Index(msg[off:], tag)
-		if i < 0 {
-			return false
-		}
-		at := off + i
-		if at == 0 || !isWordByte(msg[at-1]) {
-			return true
-		}
-		off = at + len(tag)
-	}
-}
-
-func isWordByte(c byte) bool {
-	return c == '_' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
 }
 
 func resultByID(rs []accept.Result, id string) *accept.Result {

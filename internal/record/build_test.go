@@ -150,6 +150,19 @@ func TestGPUStatusesMarkOnlyTheGPUsAtFault(t *testing.T) {
 	}
 }
 
+func TestAWrongGPUCountMarksNoGPU(t *testing.T) {
+	in := simulatedInput(t, "h100x8")
+	r := Build(runInput(t, in.Facts, func(p *accept.Policy) { p.Expect.GPUs = 4 }))
+	if r.Result != ResultFailed {
+		t.Fatalf("result %q with 8 GPUs where 4 are expected, want failed", r.Result)
+	}
+	for _, g := range r.GPUs {
+		if g.Status != accept.StatusPass {
+			t.Errorf("GPU %d: status %s; the count is the node's fault, not the GPU's", g.Index, g.Status)
+		}
+	}
+}
+
 func TestTheIDIsNodeStartTimeAndAContentHash(t *testing.T) {
 	healthy := Build(simulatedInput(t, "h100x8"))
 	if !regexp.MustCompile(`^gpu-node-07-20250314T092653Z-[0-9a-f]{8}$`).MatchString(healthy.ID) {
@@ -179,30 +192,6 @@ func TestNodeNamesAreSanitizedForFileNames(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := sanitizeName(tc.node); got != tc.want {
 				t.Errorf("sanitizeName(%q) = %q, want %q", tc.node, got, tc.want)
-			}
-		})
-	}
-}
-
-func TestACheckMessageNamesAGPUOnlyByItsOwnIndex(t *testing.T) {
-	cases := []struct {
-		name  string
-		msg   string
-		index int
-		want  bool
-	}{
-		{"a message that starts with the GPU names it", "GPU 1: row remap pending", 1, true},
-		{"a GPU named after other words", "1 of 8 GPUs not answering: GPU 4: GPU is lost", 4, true},
-		{"a GPU named second in a list", "GPU 2: lost; GPU 7: lost", 7, true},
-		{"GPU 1 is not GPU 11", "GPU 11: row remap pending", 1, false},
-		{"GPU 1 is not vGPU 1", "vGPU 1: not supported", 1, false},
-		{"a GPU named with its UUID is a line, not a message", "GPU 3 (GPU-abc): hot", 3, false},
-		{"a message that names no GPU", "2 XID events since boot", 0, false},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := namesGPU(tc.msg, tc.index); got != tc.want {
-				t.Errorf("namesGPU(%q, %d) = %v, want %v", tc.msg, tc.index, got, tc.want)
 			}
 		})
 	}

@@ -55,10 +55,13 @@ func simulatedInput(t *testing.T, preset string, faults ...sim.Fault) Input {
 	return runInput(t, f)
 }
 
-// runInput runs acceptance over facts with the default policy.
-func runInput(t *testing.T, f *accept.Facts) Input {
+// runInput runs acceptance over facts with the default policy, changed by edits.
+func runInput(t *testing.T, f *accept.Facts, edits ...func(*accept.Policy)) Input {
 	t.Helper()
 	pol := accept.DefaultPolicy()
+	for _, e := range edits {
+		e(&pol)
+	}
 	rep, err := accept.Run(context.Background(), f, &pol, fixedClock, nil)
 	if err != nil {
 		t.Fatalf("accept.Run: %v", err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Files are the paths a record was written to.
@@ -18,7 +19,8 @@ type Files struct {
 
 // Write stores the record in dir as <id>.json and <id>.md, each written to a temporary file
 // in the same folder, synced and renamed, so a reader never sees half a record. The JSON
-// names itself as the evidence URI; the Markdown carries the JSON's sha256.
+// names itself as the evidence URI; the Markdown carries the JSON's sha256. The record is
+// updated with that URI.
 func Write(dir string, r *Record) (Files, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return Files{}, fmt.Errorf("record folder %s: %w", dir, err)
@@ -28,7 +30,10 @@ func Write(dir string, r *Record) (Files, error) {
 		return Files{}, fmt.Errorf("record folder %s: %w", dir, err)
 	}
 	files := Files{JSON: filepath.Join(abs, r.ID+".json"), Markdown: filepath.Join(abs, r.ID+".md")}
-	r.Template.ResultEvidenceURI.Value = fmt.Sprintf("%s; evidence file://%s", r.Template.ResultEvidenceURI.Value, files.JSON)
+	uri := "file://" + files.JSON
+	if !strings.Contains(r.Template.ResultEvidenceURI.Value, uri) {
+		r.Template.ResultEvidenceURI.Value = fmt.Sprintf("%s; evidence %s", r.Template.ResultEvidenceURI.Value, uri)
+	}
 	data, err := JSON(r)
 	if err != nil {
 		return Files{}, err
@@ -74,6 +79,11 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
 	}
 	if err = os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
+	}
+	// Sync the folder so the rename itself survives a crash.
+	if d, derr := os.Open(filepath.Dir(path)); derr == nil {
+		_ = d.Sync()
+		_ = d.Close()
 	}
 	return nil
 }
