@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -103,20 +104,30 @@ func yamlError(name string, data []byte, err error) error {
 
 // errorLine finds the line of a YAML error that came without one (the parser omits the
 // line on the first line, for unknown anchors and for invalid UTF-8): the first line at
-// which the file, cut after that line, fails with the same problem; 0 when none does.
+// which the file, cut after that line, fails with the same problem; 0 when none does. It
+// bisects, so a large file costs a few parses, not one per line.
 func errorLine(data []byte, problem string) int {
-	lines := bytes.SplitAfter(data, []byte("\n"))
-	end := 0
-	for i, l := range lines {
-		end += len(l)
-		var p Policy
-		dec := yaml.NewDecoder(bytes.NewReader(data[:end]))
-		dec.KnownFields(true)
-		if err := dec.Decode(&p); err != nil && strings.Contains(err.Error(), problem) {
-			return i + 1
+	var ends []int // ends[i]: the length of the file cut after line i+1
+	for i, b := range data {
+		if b == '\n' {
+			ends = append(ends, i+1)
 		}
 	}
-	return 0
+	if len(ends) == 0 || ends[len(ends)-1] != len(data) {
+		ends = append(ends, len(data))
+	}
+	failsAt := func(i int) bool {
+		var p Policy
+		dec := yaml.NewDecoder(bytes.NewReader(data[:ends[i]]))
+		dec.KnownFields(true)
+		err := dec.Decode(&p)
+		return err != nil && strings.Contains(err.Error(), problem)
+	}
+	i := sort.Search(len(ends), failsAt)
+	if i == len(ends) {
+		return 0
+	}
+	return i + 1
 }
 
 // fieldErr is a semantic error at a YAML path such as "host.iommu".

@@ -2,7 +2,6 @@ package accept
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 const policyHeader = "apiVersion: gpunode.dev/v1alpha1\nkind: AcceptancePolicy\n"
@@ -177,6 +175,7 @@ func TestParsePolicyErrorsNameFileAndLine(t *testing.T) {
 	}{
 		{"a YAML syntax error names its line", policyHeader + "expect:\n  gpus: 8\n   model: x\n", 5, "mapping values are not allowed"},
 		{"a YAML syntax error on the first line names line 1", "a: b: c\n", 1, "mapping values are not allowed"},
+		{"a first-line-style error deep in a long file is still located", strings.Repeat("# padding\n", 3000) + "a: b: c\n", 3001, "mapping values are not allowed"},
 		{"a tab used as indentation names its line", policyHeader + "expect:\n\tgpus: 8\n", 4, "cannot start any token"},
 		{"an unterminated quote names the line it opens on", policyHeader + "name: \"x\n", 3, "unexpected end of stream"},
 		{"an unknown anchor names its line", policyHeader + "expect: *nope\n", 3, "unknown anchor"},
@@ -339,16 +338,7 @@ func FuzzParsePolicy(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		ch := make(chan struct{})
-		go func() {
-			select {
-			case <-ch:
-			case <-time.After(3 * time.Second):
-				panic(fmt.Sprintf("HANG %q", data))
-			}
-		}()
 		p, err := ParsePolicy("fuzz.yaml", data)
-		close(ch)
 		if err != nil {
 			if !errors.Is(err, ErrInvalidPolicy) {
 				t.Fatalf("error %v is not ErrInvalidPolicy", err)

@@ -69,15 +69,3 @@ func runInput(t *testing.T, f *accept.Facts, edits ...func(*accept.Policy)) Inpu
 	return Input{Report: rep, Facts: f, Tool: testTool,
 		Policy: PolicyRef{Name: pol.Name, Source: "built-in", SHA256: "0123456789abcdef"}}
 }
-
-// failingCheck returns the first failing or warning check, or fails the test.
-func failingCheck(t *testing.T, r *Record) accept.Result {
-	t.Helper()
-	for _, c := range r.Checks {
-		if c.Status == accept.StatusFail || c.Status == accept.StatusWarn {
-			return c
-		}
-	}
-	t.Fatalf("record %s has no failing or warning check", r.ID)
-	return accept.Result{}
-}
