@@ -20,6 +20,18 @@ import (
 //go:embed base.txtar
 var base string
 
+// What the simulated driver shows in /proc.
+const (
+	modules = `nvidia_uvm 1794048 0 - Live 0x0000000000000000 (POE)
+nvidia_drm 118784 0 - Live 0x0000000000000000 (POE)
+nvidia_modeset 1355776 1 nvidia_drm, Live 0x0000000000000000 (POE)
+nvidia_peermem 16384 0 - Live 0x0000000000000000 (POE)
+nvidia 54833152 2 nvidia_uvm,nvidia_peermem,nvidia_modeset, Live 0x0000000000000000 (POE)
+ext4 1044480 2 - Live 0x0000000000000000`
+	driverVersion = `NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build  (dvs-builder@U16-I3-B03-4-3)  Tue Sep 23 09:19:34 UTC 2025
+GCC version:  gcc version 12.3.0 (Ubuntu 12.3.0-1ubuntu1~22.04)`
+)
+
 // ContainerdVersion is what the simulated `containerd --version` prints.
 const ContainerdVersion = "containerd containerd.io 1.7.22 7f7fdf5fed64eb6a7caf99b3e12efcf9d60e311c"
 
@@ -58,9 +70,13 @@ func Reader(devs []gpu.Device, now func() time.Time) (*host.Reader, error) {
 	if len(devs) > 0 {
 		put(fsys, "sys/class/dmi/id/product_name", dgxName(devs[0].Name))
 	}
-	for _, n := range []string{"dev/nvidiactl", "dev/nvidia-uvm", "dev/nvidia-uvm-tools"} {
+	for _, n := range []string{"dev/nvidiactl", "dev/nvidia-uvm", "dev/nvidia-uvm-tools",
+		"var/lib/kubelet/device-plugins/kubelet.sock", "var/lib/kubelet/device-plugins/nvidia-gpu.sock",
+		"var/lib/kubelet/pod-resources/kubelet.sock", "usr/bin/nvidia-container-runtime"} {
 		put(fsys, n, "")
 	}
+	put(fsys, "proc/modules", modules)
+	put(fsys, "proc/driver/nvidia/version", driverVersion)
 	cdi.WriteString("containerEdits:\n  deviceNodes:\n  - path: /dev/nvidiactl\n  - path: /dev/nvidia-uvm\n")
 	if len(devs) > 0 {
 		put(fsys, "var/run/cdi/nvidia.yaml", cdi.String())

@@ -1,0 +1,133 @@
+// Package doctor walks a GPU node's stack bottom-up (seed 004's troubleshooting table):
+// driver, then container toolkit and CDI, then device plugin, then telemetry. It stops at
+// the first broken layer, because a symptom in a higher layer is almost always caused by
+// a lower one, and says the most likely cause and the fix. Diagnose is a pure function of
+// facts gathered at the edges.
+package doctor
+
+import (
+	"strings"
+
+	"github.com/gpunode/gpunode/internal/host"
+)
+
+// Status of one probe.
+type Status string
+
+// Probe statuses.
+const (
+	OK      Status = "ok"
+	Warn    Status = "warn"
+	Broken  Status = "broken"
+	Skipped Status = "skipped"
+)
+
+// Layer numbers and names (seed 004).
+var layerNames = map[int]string{1: "driver", 2: "container toolkit and CDI", 3: "device plugin", 4: "telemetry"}
+
+// LayerName names a layer.
+func LayerName(n int) string { return layerNames[n] }
+
+// Probe is one thing doctor looked at.
+type Probe struct {
+	Layer   int    `json:"layer"`
+	Name    string `json:"name"`
+	Status  Status `json:"status"`
+	Detail  string `json:"detail"`
+	Cause   string `json:"cause,omitempty"`
+	Fix     string `json:"fix,omitempty"`
+	Command string `json:"command,omitempty"` // what a person would run to see it themselves
+}
+
+// Report is the walk's outcome.
+type Report struct {
+	Probes []Probe `json:"probes"`
+	// BrokenLayer is the first broken layer, 0 when none.
+	BrokenLayer int    `json:"brokenLayer"`
+	Verdict     string `json:"verdict"`
+	Cause       string `json:"cause,omitempty"`
+	Fix         string `json:"fix,omitempty"`
+}
+
+// Facts are what doctor looks at; the caller gathers them.
+type Facts struct {
+	// Modules is /proc/modules; ModulesErr when unreadable.
+	Modules    string
+	ModulesErr error
+	// DriverVersionFile is /proc/driver/nvidia/version; empty when absent.
+	DriverVersionFile string
+	// DevNodes are the names under /dev that start with "nvidia".
+	DevNodes []string
+	// NVMLErr is nil when the management library initialised; GPUs is how many it saw.
+	NVMLErr error
+	GPUs    int
+	// KernelLog holds kernel-log messages (kernel facility) since boot.
+	KernelLog    []string
+	KernelLogErr error
+	// Host facts (containerd, CDI, Secure Boot, kernel taint); HostErr when unreadable.
+	Host    *host.Facts
+	HostErr error
+	// RuntimeBinaryExists says whether each runtime binary the containerd config names exists.
+	RuntimeBinaryExists map[string]bool
+	// KubeletSocket: the kubelet's device-plugin registration socket exists.
+	KubeletSocket    bool
+	KubeletDir       string
+	PluginSockets    []string
+	PodResourcesSock bool
+	// Exporter: the result of fetching the metrics endpoint (empty URL = not probed).
+	ExporterURL           string
+	ExporterErr           error
+	ExporterHasGPUMetrics bool
+}
+
+// Diagnose walks the layers in order and stops at the first broken one.
+func Diagnose(f Facts) Report {
+	var r Report
+	for layer, probe := range []func(Facts) []Probe{driverProbes, toolkitProbes, pluginProbes, telemetryProbes} {
+		n := layer + 1
+		if r.BrokenLayer != 0 {
+			r.Probes = append(r.Probes, Probe{Layer: n, Name: LayerName(n), Status: Skipped,
+				Detail: "not checked: layer " + itoa(r.BrokenLayer) + " (" + LayerName(r.BrokenLayer) + ") is broken and everything above it depends on it"})
+			continue
+		}
+		for _, p := range probe(f) {
+			p.Layer = n
+			r.Probes = append(r.Probes, p)
+			if p.Status == Broken && r.BrokenLayer == 0 {
+				r.BrokenLayer, r.Cause, r.Fix = n, p.Cause, p.Fix
+			}
+		}
+	}
+	switch {
+	case r.BrokenLayer != 0:
+		r.Verdict = "layer " + itoa(r.BrokenLayer) + " (" + LayerName(r.BrokenLayer) + ") is broken"
+	case hasStatus(r.Probes, Warn):
+		r.Verdict = "every layer works, with warnings"
+	default:
+		r.Verdict = "every layer works"
+	}
+	return r
+}
+
+func hasStatus(ps []Probe, s Status) bool {
+	for _, p := range ps {
+		if p.Status == s {
+			return true
+		}
+	}
+	return false
+}
+
+func itoa(n int) string {
+	return string(rune('0' + n))
+}
+
+// moduleLoaded reports whether /proc/modules lists the module.
+func moduleLoaded(modules, name string) bool {
+	for _, line := range strings.Split(modules, "\n") {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == name {
+			return true
+		}
+	}
+	return false
+}
