@@ -111,6 +111,11 @@ var breakCases = []breakCase{
 	{"a lower PCIe generation warns", "hardware.pcie-link", func(f *Facts, _ *Policy) { gpu0(f).PCI.LinkGen = 4 }, StatusWarn},
 	{"an inactive NVLink fails", "hardware.nvlink", func(f *Facts, _ *Policy) { gpu0(f).NVLinks[4].Active = false }, StatusFail},
 	{"fewer links than the policy expects fail", "hardware.nvlink", func(f *Facts, p *Policy) { p.Expect.NVLinksPerGPU = 18; gpu0(f).NVLinks = gpu0(f).NVLinks[:12] }, StatusFail},
+	{"a GPU without NVLink fails a policy that expects links", "hardware.nvlink", func(f *Facts, p *Policy) {
+		p.Expect.NVLinksPerGPU = 18
+		gpu0(f).NVLinks = nil
+		gpu0(f).SetErr(gpu.FieldNVLink, gpu.ErrNotSupported)
+	}, StatusFail},
 	{"an incomplete fabric registration fails", "hardware.fabric", func(f *Facts, _ *Policy) { gpu0(f).Fabric.State = "in-progress" }, StatusFail},
 	{"a fabric error fails", "hardware.fabric", func(f *Facts, _ *Policy) { gpu0(f).Fabric.Status = "NVML_ERROR_UNKNOWN" }, StatusFail},
 	{"a lost GPU fails", "hardware.gpu-responding", func(f *Facts, _ *Policy) { gpu0(f).SetErr(gpu.FieldECCErrors, gpu.ErrGPULost) }, StatusFail},

@@ -59,7 +59,16 @@ func checkPCIeLink(f *Facts, p *Policy) Verdict {
 }
 
 func checkNVLink(f *Facts, p *Policy) Verdict {
-	return perGPU(f, []gpu.Field{gpu.FieldNVLink}, func(d *gpu.Device) gpuVerdict {
+	return perGPU(f, nil, func(d *gpu.Device) gpuVerdict {
+		if e := d.Err(gpu.FieldNVLink); e != nil {
+			switch {
+			case !e.NotSupported:
+				return gpuVerdict{StatusFail, "cannot read NVLink state: " + e.Message}
+			case p.Expect.NVLinksPerGPU > 0:
+				return gpuVerdict{StatusFail, fmt.Sprintf("no NVLink (%s), %d links expected", e.Message, p.Expect.NVLinksPerGPU)}
+			}
+			return gpuVerdict{StatusSkip, "GPU has no NVLink (" + e.Message + ")"}
+		}
 		if len(d.NVLinks) == 0 {
 			if p.Expect.NVLinksPerGPU > 0 {
 				return gpuVerdict{StatusFail, fmt.Sprintf("no NVLinks reported, %d expected", p.Expect.NVLinksPerGPU)}

@@ -55,7 +55,7 @@ Exit codes: 0 passed, 1 failed, 2 bad usage or bad input (policy or scenario fil
   # anywhere, on 8 simulated H100s, writing the record as JSON and Markdown
   gpunode accept --sim h100x8 --output-dir ./records
   # with a policy, JSON on stdout
-  gpunode accept --policy examples/policy-h100.yaml --format json`,
+  gpunode accept --policy examples/policies/h100x8.yaml --format json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runAccept(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -118,6 +118,8 @@ func runAccept(ctx context.Context, o *acceptOptions, out, errOut io.Writer) err
 	if err != nil {
 		return err
 	}
+	// The policy's cache folders are checked as well as those given with --cache-dir.
+	o.facts.cacheDirs = append(o.facts.cacheDirs, pol.Host.CacheDirs...)
 	prog := newProgress(errOut, o.quiet)
 	facts, closeFn, err := gather(ctx, &o.facts, prog)
 	defer closeFn()
