@@ -30,6 +30,7 @@ type Backend struct {
 
 	mu     sync.Mutex
 	faults []Fault // the scenario's faults, then injected ones; kept sorted by At
+	events hub     // what Watch delivers (watch.go)
 }
 
 var _ gpu.Backend = (*Backend)(nil)
@@ -108,6 +109,7 @@ func New(s *Scenario, opts ...Option) (*Backend, error) {
 		b.faults = append(b.faults, cloneFault(f))
 	}
 	slices.SortStableFunc(b.faults, func(a, c Fault) int { return cmpDuration(a.At, c.At) })
+	b.events.timed = b.faults // Inject copies on write: this slice never changes
 	b.start = b.clock()
 	return b, nil
 }
@@ -154,7 +156,8 @@ func (b *Backend) PerfFactor(index int) (bandwidth, compute float64) {
 	return st.perf[index].bandwidth, st.perf[index].compute
 }
 
-// Inject applies a fault from now on (f.At is ignored). Errors wrap ErrInvalidFault.
+// Inject applies a fault from now on (f.At is ignored) and hands it to every watcher at once
+// (see Watch). Errors wrap ErrInvalidFault.
 func (b *Backend) Inject(f Fault) error {
 	if p := checkFault(f, b.base); p != nil {
 		return fmt.Errorf("%w: %s: %s: %s", ErrInvalidFault, f.Type, p.field, p.msg)
@@ -174,6 +177,7 @@ func (b *Backend) Inject(f Fault) error {
 	faults := make([]Fault, 0, len(b.faults)+1)
 	faults = append(append(append(faults, b.faults[:i]...), f), b.faults[i:]...)
 	b.faults = faults
+	b.events.inject(f)
 	return nil
 }
 
