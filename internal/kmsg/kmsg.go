@@ -1,12 +1,18 @@
 // Package kmsg reads the kernel log: /dev/kmsg records (the live ring buffer) and the
 // text forms that dmesg, journald and syslog write.
+//
+// ParseRecord and ReadAll read records; Follower follows /dev/kmsg live from a cursor
+// (boot id and sequence number) that survives restarts, reports lost records as gaps and
+// drops records written from user space; ParseTextLine takes a text line apart. Formats,
+// cursor, trust and overrun behaviour: docs/kernel-log.md.
 package kmsg
 
 import (
+	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -29,26 +35,57 @@ type Record struct {
 func (r Record) FromKernel() bool { return r.Facility == 0 }
 
 // ParseRecord parses "<prio>,<seq>,<usec>,<flags>[,...];message\n[ KEY=value\n...]".
+// It allocates only the message string, so it keeps up with a flood.
 func ParseRecord(b []byte) (Record, error) {
-	s := string(b)
-	head, msg, ok := strings.Cut(s, ";")
-	if !ok {
-		return Record{}, fmt.Errorf("kmsg record %q: no ';' separator", truncate(s))
+	semi := bytes.IndexByte(b, ';')
+	if semi < 0 {
+		return Record{}, fmt.Errorf("kmsg record %q: no ';' separator", truncate(string(b)))
 	}
-	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+	head, msg := b[:semi], b[semi+1:]
+	if i := bytes.IndexByte(msg, '\n'); i >= 0 {
 		msg = msg[:i] // continuation lines are dictionary key=value pairs
 	}
-	f := strings.Split(head, ",")
-	if len(f) < 3 {
-		return Record{}, fmt.Errorf("kmsg record %q: want prio,seq,usec in the header", truncate(s))
+	var f [3]uint64
+	for i := range f {
+		field := head
+		if j := bytes.IndexByte(head, ','); j >= 0 {
+			field, head = head[:j], head[j+1:]
+		} else if i < len(f)-1 {
+			return Record{}, fmt.Errorf("kmsg record %q: want prio,seq,usec in the header", truncate(string(b)))
+		} else {
+			head = nil
+		}
+		v, ok := parseDecimal(field)
+		if !ok {
+			return Record{}, fmt.Errorf("kmsg record %q: bad header", truncate(string(b)))
+		}
+		f[i] = v
 	}
-	prio, err1 := strconv.Atoi(f[0])
-	seq, err2 := strconv.ParseUint(f[1], 10, 64)
-	usec, err3 := strconv.ParseInt(f[2], 10, 64)
-	if err := errors.Join(err1, err2, err3); err != nil || prio < 0 || usec < 0 {
-		return Record{}, fmt.Errorf("kmsg record %q: bad header", truncate(s))
+	prio, seq, usec := f[0], f[1], f[2]
+	if prio > math.MaxInt32 || usec > math.MaxInt64/uint64(time.Microsecond) {
+		return Record{}, fmt.Errorf("kmsg record %q: bad header", truncate(string(b)))
 	}
-	return Record{Facility: prio >> 3, Level: prio & 7, Seq: seq, Since: time.Duration(usec) * time.Microsecond, Message: unescape(msg)}, nil
+	return Record{Facility: int(prio >> 3), Level: int(prio & 7), Seq: seq,
+		Since: time.Duration(usec) * time.Microsecond, Message: unescape(string(msg))}, nil
+}
+
+// parseDecimal parses a non-empty run of ASCII digits that fits in a uint64.
+func parseDecimal(b []byte) (uint64, bool) {
+	if len(b) == 0 || len(b) > 20 {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		d := uint64(c - '0')
+		if v > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		v = v*10 + d
+	}
+	return v, true
 }
 
 // unescape turns the kernel's \xNN escapes back into bytes.
