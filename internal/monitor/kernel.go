@@ -1,0 +1,79 @@
+package monitor
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gpunode/gpunode/internal/fault"
+	"github.com/gpunode/gpunode/internal/health"
+	"github.com/gpunode/gpunode/internal/xid"
+)
+
+// maxWindow is how many recent XIDs per device are kept for correlation.
+const maxWindow = 32
+
+func (m *Monitor) follow(ctx context.Context) {
+	m.mu.Lock()
+	m.stats.KernelFollow = true
+	m.mu.Unlock()
+	err := m.cfg.Kernel(ctx, m.kernelLine)
+	if err != nil && ctx.Err() == nil {
+		now := m.cfg.Clock()
+		m.add(health.Finding{GPUIndex: -1, Component: fault.ComponentNode, Severity: fault.SeverityWarning, Action: fault.ActionNone,
+			Source: health.SourceKmsg, Cause: "kernel-log-unavailable", Summary: "the kernel log cannot be followed: " + err.Error(),
+			FirstSeen: now, LastSeen: now})
+	}
+}
+
+// kernelLine turns one kernel-log line into findings: XIDs (correlated with the same
+// device's recent XIDs; consequences are counted, not reported) and lost-record gaps.
+func (m *Monitor) kernelLine(l KernelLine) {
+	now := l.Time
+	if now.IsZero() {
+		now = m.cfg.Clock()
+	}
+	if l.Lost > 0 {
+		m.mu.Lock()
+		m.stats.KernelLost += l.Lost
+		m.mu.Unlock()
+		m.add(health.Finding{GPUIndex: -1, Component: fault.ComponentNode, Severity: fault.SeverityWarning, Action: fault.ActionNone,
+			Source: health.SourceKmsg, Cause: "kernel-log-overrun", Summary: fmt.Sprintf("%d kernel-log records were lost before they could be read", l.Lost),
+			FirstSeen: now, LastSeen: now, Count: 1})
+		return
+	}
+	m.mu.Lock()
+	m.stats.KernelLines++
+	ev, ok := m.scanner.Line(l.Text)
+	if !ok {
+		m.mu.Unlock()
+		return
+	}
+	m.stats.XIDs++
+	win := append(m.windows[ev.PCI], ev)
+	if len(win) > maxWindow {
+		win = win[len(win)-maxWindow:]
+	}
+	m.windows[ev.PCI] = win
+	d := xid.Decode(win, m.cfg.XIDOptions)[len(win)-1]
+	ref, known := m.byPCI[ev.PCI]
+	if d.Consequence {
+		m.stats.Consequences++
+		m.mu.Unlock()
+		return
+	}
+	m.mu.Unlock()
+	f := health.Finding{GPUIndex: -1, Component: d.Component, Severity: d.Severity, Action: d.Action,
+		Source: health.SourceKmsg, Cause: health.XIDCause(ev.XID), FirstSeen: now, LastSeen: now, Count: 1,
+		Summary: fmt.Sprintf("XID %d %s: %s", ev.XID, d.Entry.Mnemonic, d.Reason), Evidence: []string{l.Text}}
+	if ev.Kind == xid.KindSXid {
+		f.Cause = fmt.Sprintf("sxid-%d", ev.XID)
+		f.Summary = fmt.Sprintf("NVSwitch %s SXid %d: %s", ev.PCI, ev.XID, d.Reason)
+	}
+	switch {
+	case known:
+		f.GPU, f.GPUIndex = ref.uuid, ref.index
+	case ev.UUID != "":
+		f.GPU = ev.UUID
+	}
+	m.add(f)
+}
