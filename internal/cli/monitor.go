@@ -149,4 +149,3 @@ func runMonitor(ctx context.Context, o *monitorOptions, out io.Writer) error {
 	}
 	return nil
 }
-
