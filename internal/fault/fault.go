@@ -90,7 +90,7 @@ func MaxSeverity(a, b Severity) Severity {
 	return a
 }
 
-// ParseComponent, ParseSeverity and ParseAction validate a name from a file or a flag.
+// ParseComponent validates a component name from a file or a flag.
 func ParseComponent(s string) (Component, error) {
 	for _, v := range Components {
 		if string(v) == s {
