@@ -15,11 +15,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
 	"strings"
 	"time"
 
 	"github.com/gpunode/gpunode/internal/gpu"
+	"github.com/gpunode/gpunode/internal/host/rootfs"
 )
 
 // Reader reads host facts. Only Root is required; a nil function leaves the facts that
@@ -134,20 +134,11 @@ func (r *Reader) Read(ctx context.Context, opts Options, gpus []GPURef) (*Facts,
 	return f, nil
 }
 
-// fsPath turns an absolute host path into a path of Root.
-func fsPath(p string) string {
-	p = path.Clean("/" + p)
-	if p == "/" {
-		return "."
-	}
-	return p[1:]
-}
-
 // readFile reads a host file; the error names the host path.
 func (r *Reader) readFile(p string) ([]byte, error) {
-	data, err := fs.ReadFile(r.Root, fsPath(p))
+	data, err := fs.ReadFile(r.Root, rootfs.Path(p))
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", p, innerErr(err))
+		return nil, fmt.Errorf("read %s: %w", p, rootfs.Inner(err))
 	}
 	return data, nil
 }
@@ -163,30 +154,20 @@ func (r *Reader) readString(p string) (string, error) {
 
 // readDir lists a host folder.
 func (r *Reader) readDir(p string) ([]fs.DirEntry, error) {
-	ents, err := fs.ReadDir(r.Root, fsPath(p))
+	ents, err := fs.ReadDir(r.Root, rootfs.Path(p))
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", p, innerErr(err))
+		return nil, fmt.Errorf("list %s: %w", p, rootfs.Inner(err))
 	}
 	return ents, nil
 }
 
 // stat checks that a host path exists (file or folder); the error names the path.
 func (r *Reader) stat(p string) error {
-	if _, err := fs.Stat(r.Root, fsPath(p)); err != nil {
-		return fmt.Errorf("stat %s: %w", p, innerErr(err))
+	if _, err := fs.Stat(r.Root, rootfs.Path(p)); err != nil {
+		return fmt.Errorf("stat %s: %w", p, rootfs.Inner(err))
 	}
 	return nil
 }
 
 // exists reports whether a host path exists (file or folder).
 func (r *Reader) exists(p string) bool { return r.stat(p) == nil }
-
-// innerErr drops the fs.PathError wrapper, whose path is relative to Root: callers name
-// the host path themselves.
-func innerErr(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}

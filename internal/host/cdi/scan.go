@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	specs "tags.cncf.io/container-device-interface/specs-go"
+
+	"github.com/gpunode/gpunode/internal/host/rootfs"
 )
 
 // Report is every CDI spec file found and what is wrong with each.
@@ -95,17 +97,17 @@ func Scan(fsys fs.FS, dirs []string, gpuUUIDs []string) Report {
 		}
 	}
 	devExists := func(p string) bool {
-		_, err := fs.Stat(fsys, rel(p))
+		_, err := fs.Stat(fsys, rootfs.Path(p))
 		return err == nil
 	}
 	defined := map[string][]string{}
 	for prio, dir := range dirs {
-		ents, err := fs.ReadDir(fsys, rel(dir))
+		ents, err := fs.ReadDir(fsys, rootfs.Path(dir))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			rep.DirErrors = append(rep.DirErrors, fmt.Sprintf("list %s: %v", dir, inner(err)))
+			rep.DirErrors = append(rep.DirErrors, fmt.Sprintf("list %s: %v", dir, rootfs.Inner(err)))
 			continue
 		}
 		for _, e := range ents {
@@ -134,9 +136,9 @@ func Scan(fsys fs.FS, dirs []string, gpuUUIDs []string) Report {
 // checkFile reads, validates and checks one spec file.
 func checkFile(fsys fs.FS, p string, prio int, known map[string]bool, devExists func(string) bool) SpecFile {
 	sf := SpecFile{Path: p, Priority: prio}
-	data, err := fs.ReadFile(fsys, rel(p))
+	data, err := fs.ReadFile(fsys, rootfs.Path(p))
 	if err != nil {
-		sf.Error = fmt.Sprintf("read %s: %v", p, inner(err))
+		sf.Error = fmt.Sprintf("read %s: %v", p, rootfs.Inner(err))
 		return sf
 	}
 	raw, err := Parse(data)
@@ -216,22 +218,4 @@ func values(m map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// rel turns an absolute host path into a path of the root filesystem.
-func rel(p string) string {
-	p = path.Clean("/" + p)
-	if p == "/" {
-		return "."
-	}
-	return p[1:]
-}
-
-// inner drops the fs.PathError wrapper, whose path is relative to the root.
-func inner(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }

@@ -1,11 +1,12 @@
 package containerd
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"path"
 	"strings"
+
+	"github.com/gpunode/gpunode/internal/host/rootfs"
 )
 
 // maxFiles bounds the files one config may pull in through imports.
@@ -31,9 +32,9 @@ func Load(fsys fs.FS, p string) (*Config, error) {
 			return out, fmt.Errorf("containerd config %s: more than %d imported files", p, maxFiles)
 		}
 		loaded[file] = true
-		data, err := fs.ReadFile(fsys, rel(file))
+		data, err := fs.ReadFile(fsys, rootfs.Path(file))
 		if err != nil {
-			return out, fmt.Errorf("read %s: %w", file, inner(err))
+			return out, fmt.Errorf("read %s: %w", file, rootfs.Inner(err))
 		}
 		c, err := Parse(data)
 		if err != nil {
@@ -67,7 +68,7 @@ func resolveImports(fsys fs.FS, file string, patterns []string) ([]string, error
 			out = append(out, pat)
 			continue
 		}
-		matches, err := fs.Glob(fsys, rel(pat))
+		matches, err := fs.Glob(fsys, rootfs.Path(pat))
 		if err != nil {
 			return nil, fmt.Errorf("%s: import %q: %w", file, pat, err)
 		}
@@ -76,22 +77,4 @@ func resolveImports(fsys fs.FS, file string, patterns []string) ([]string, error
 		}
 	}
 	return out, nil
-}
-
-// rel turns an absolute host path into a path of the root filesystem.
-func rel(p string) string {
-	p = path.Clean("/" + p)
-	if p == "/" {
-		return "."
-	}
-	return p[1:]
-}
-
-// inner drops the fs.PathError wrapper, whose path is relative to the root.
-func inner(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }
