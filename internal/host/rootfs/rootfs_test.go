@@ -16,11 +16,13 @@ func TestPath(t *testing.T) {
 
 func TestInnerDropsTheRelativePath(t *testing.T) {
 	err := &fs.PathError{Op: "open", Path: "etc/x", Err: fs.ErrNotExist}
-	if got := Inner(err); got != fs.ErrNotExist {
+	got := Inner(err)
+	var pe *fs.PathError
+	if !errors.Is(got, fs.ErrNotExist) || errors.As(got, &pe) {
 		t.Errorf("Inner = %v", got)
 	}
 	plain := errors.New("x")
-	if Inner(plain) != plain {
+	if !errors.Is(Inner(plain), plain) {
 		t.Error("a plain error changed")
 	}
 }
