@@ -70,6 +70,12 @@ const (
 	FieldEncoder          Field = "encoder"
 	FieldDecoder          Field = "decoder"
 	FieldNVLinkThroughput Field = "nvlinkThroughput"
+	// FieldMemoryTemperature: the memory (HBM) temperature, which GDDR parts do not report
+	// while they do report the GPU's (FieldTemperature).
+	FieldMemoryTemperature Field = "memoryTemperature"
+	// FieldMemoryReserved: the driver's reserved framebuffer, known only to drivers with
+	// nvmlDeviceGetMemoryInfo_v2 (free and used come from FieldMemory).
+	FieldMemoryReserved Field = "memoryReserved"
 )
 
 // TelemetrySource is implemented by backends that can read telemetry.
