@@ -48,6 +48,12 @@ func (m *Monitor) kernelLine(l KernelLine) {
 		m.mu.Unlock()
 		return
 	}
+	// The driver's separate "fallen off the bus" line repeats the XID 79 line before it.
+	if ev.Derived && repeats(m.windows[ev.PCI], ev) {
+		m.stats.Consequences++
+		m.mu.Unlock()
+		return
+	}
 	m.stats.XIDs++
 	win := append(m.windows[ev.PCI], ev)
 	if len(win) > maxWindow {
@@ -76,4 +82,14 @@ func (m *Monitor) kernelLine(l KernelLine) {
 		f.GPU = ev.UUID
 	}
 	m.add(f)
+}
+
+// repeats reports whether a derived event repeats a reported one of the same code.
+func repeats(win []xid.Event, ev xid.Event) bool {
+	for _, w := range win {
+		if !w.Derived && w.XID == ev.XID {
+			return true
+		}
+	}
+	return false
 }

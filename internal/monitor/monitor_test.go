@@ -161,3 +161,29 @@ func TestAGPUReturnsToHealthyOnlyAfterARecoveryAndAPassingCheck(t *testing.T) {
 		t.Error("an unknown GPU was accepted")
 	}
 }
+
+func TestTheFallenOffTheBusLineAfterAnXID79IsNotASecondXID(t *testing.T) {
+	b, err := sim.Load("h100x8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, stop, found := run(t, b, SimKernel(b, 10*time.Millisecond), true)
+	defer stop()
+	time.Sleep(50 * time.Millisecond)
+	if err := b.Inject(sim.Fault{GPU: 2, Type: sim.FaultXID, XID: 79}); err != nil {
+		t.Fatal(err)
+	}
+	f := waitFor(t, found, "xid-79")
+	deadline := time.Now().Add(5 * time.Second)
+	for m.Stats().Consequences == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st := m.Stats(); st.XIDs != 1 || st.Consequences != 1 {
+		t.Fatalf("stats %+v: want 1 XID and the derived line counted as its repeat", st)
+	}
+	for _, g := range m.Findings() {
+		if g.Cause == "xid-79" && g.Count != 1 {
+			t.Errorf("%s counted %d times", f.Cause, g.Count)
+		}
+	}
+}
