@@ -1,0 +1,41 @@
+package v1alpha1
+
+// Label, taint and annotation keys gpunode owns. Workloads select on the labels; the taints
+// keep work off a node that is not in service.
+const (
+	// Group is the API group of every gpunode kind.
+	Group = "gpunode.dev"
+
+	// TaintNotAccepted holds a new GPU node until its acceptance passes (NoSchedule).
+	TaintNotAccepted = "gpunode.dev/not-accepted"
+	// TaintUnschedulable stays on a node while any hold remains (NoSchedule); its value is
+	// the reason of the oldest hold.
+	TaintUnschedulable = "gpunode.dev/unschedulable"
+
+	// AnnotationHolds is the node's holds, as JSON: [{"owner":...,"reason":...,"since":...}].
+	AnnotationHolds = "gpunode.dev/holds"
+	// AnnotationRelease asks the owner of the named hold (or "maintenance") to release it.
+	AnnotationRelease = "gpunode.dev/release"
+
+	// LabelAcceleratorClass and the other platform labels are written by the agent.
+	LabelAcceleratorClass = "gpunode.dev/accelerator-class"
+	// LabelPhase is the node's lifecycle phase, for selection and dashboards.
+	LabelPhase = "gpunode.dev/phase"
+
+	// FieldManagerAgent and FieldManagerController are the server-side-apply field managers:
+	// the agent never touches a field the controller owns, and the other way round.
+	FieldManagerAgent      = "gpunode-agent"
+	FieldManagerController = "gpunode-controller"
+
+	// ConditionGPUHealthy and ConditionAccepted are the node conditions the agent sets.
+	ConditionGPUHealthy = "GPUHealthy"
+	ConditionAccepted   = "GPUNodeAccepted"
+)
+
+// Hold owners that ship with gpunode (an operator's own holds use any other owner).
+const (
+	HoldOwnerAcceptance  = "acceptance"
+	HoldOwnerRemediation = "remediation"
+	HoldOwnerUpgrade     = "upgrade"
+	HoldOwnerOperator    = "operator"
+)
