@@ -1,0 +1,240 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// GPUNodePolicySpec says which nodes a policy governs, what they must have and how they
+// are accepted. Field names are those of internal/accept.Policy (a policy file) wherever
+// the two overlap; an unset field takes accept.DefaultPolicy's value.
+type GPUNodePolicySpec struct {
+	// NodeSelector picks the Nodes this policy governs; empty selects every GPU node.
+	// +optional
+	NodeSelector metav1.LabelSelector `json:"nodeSelector,omitzero"`
+	// Priority decides between policies that select the same node: the highest wins, and
+	// equal priorities go to the policy whose name sorts first.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000000
+	// +optional
+	Priority int32 `json:"priority,omitempty"`
+	// Classes is the hardware expected of each accelerator class (the
+	// gpunode.dev/accelerator-class label); a node of a class not listed must only be
+	// consistent (same model and memory on every GPU).
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=map
+	// +listMapKey=class
+	// +optional
+	Classes []ClassExpectation `json:"classes,omitempty"`
+	// Versions is the version matrix.
+	// +optional
+	Versions VersionMatrix `json:"versions,omitzero"`
+	// Acceptance is which layers run and with what thresholds.
+	// +optional
+	Acceptance AcceptanceSettings `json:"acceptance,omitzero"`
+}
+
+// ClassExpectation is the hardware one accelerator class must have (accept.Expect).
+type ClassExpectation struct {
+	// Class is the accelerator class, e.g. "h100-sxm-80gb".
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
+	Class string `json:"class"`
+	// GPUs is the GPU count; 0 = at least one, any number.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=64
+	// +optional
+	GPUs int32 `json:"gpus,omitempty"`
+	// Model as the driver reports it; empty = any, but every GPU the same model.
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	Model string `json:"model,omitempty"`
+	// MinMemoryMiB per GPU; 0 = no check beyond consistency across GPUs.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MinMemoryMiB int64 `json:"minMemoryMiB,omitempty"`
+	// NVLinksPerGPU: active links each GPU must have; 0 = every link it reports.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=64
+	// +optional
+	NVLinksPerGPU int32 `json:"nvlinksPerGPU,omitempty"`
+	// ECC must be enabled (default true).
+	// +optional
+	ECC *bool `json:"ecc,omitempty"`
+	// PersistenceMode must be on (default true).
+	// +optional
+	PersistenceMode *bool `json:"persistenceMode,omitempty"`
+	// MIG mode (default disabled).
+	// +kubebuilder:validation:Enum=disabled;enabled;any
+	// +optional
+	MIG string `json:"mig,omitempty"`
+	// Fabric registration (default auto).
+	// +kubebuilder:validation:Enum=auto;required;ignore
+	// +optional
+	Fabric string `json:"fabric,omitempty"`
+	// PCIeGen and PCIeWidth: the minimum link; 0 = the link's own maximum.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=8
+	// +optional
+	PCIeGen int32 `json:"pcieGen,omitempty"`
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=32
+	// +optional
+	PCIeWidth int32 `json:"pcieWidth,omitempty"`
+}
+
+// VersionMatrix lists acceptable versions (accept.Versions): each entry is one alternative
+// of comma-separated comparisons (">=550.54,<600", "13.x"); a version must satisfy one.
+type VersionMatrix struct {
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=64
+	// +optional
+	Driver []string `json:"driver,omitempty"`
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=64
+	// +optional
+	CUDA []string `json:"cuda,omitempty"`
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=64
+	// +optional
+	Kernel []string `json:"kernel,omitempty"`
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=64
+	// +optional
+	Containerd []string `json:"containerd,omitempty"`
+}
+
+// AcceptanceSettings is how nodes are accepted.
+type AcceptanceSettings struct {
+	// Layers to run; empty means every node-local layer.
+	// +kubebuilder:validation:MaxItems=6
+	// +listType=set
+	// +optional
+	Layers []Layer `json:"layers,omitempty"`
+	// +optional
+	Thresholds Thresholds `json:"thresholds,omitzero"`
+	// +optional
+	Host HostPolicy `json:"host,omitzero"`
+}
+
+// Thresholds for the hardware checks (accept.Thresholds); unset = the default.
+type Thresholds struct {
+	// MaxTemperatureC: fail above; 0 = the GPU's slowdown threshold minus 5 °C.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=150
+	// +optional
+	MaxTemperatureC *int32 `json:"maxTemperatureC,omitempty"`
+	// MaxPCIeReplays since driver load: warn above (default 100).
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MaxPCIeReplays *int64 `json:"maxPCIeReplays,omitempty"`
+	// MaxCorrectedECC (volatile): warn above (default 1000).
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MaxCorrectedECC *int64 `json:"maxCorrectedECC,omitempty"`
+	// MaxRetiredPages: fail above (default 60).
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MaxRetiredPages *int32 `json:"maxRetiredPages,omitempty"`
+	// MaxCorrectableRemappedRows: warn above (default 512).
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MaxCorrectableRemappedRows *int32 `json:"maxCorrectableRemappedRows,omitempty"`
+	// MaxPowerPercent of the enforced limit at rest: warn above (default 95).
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=200
+	// +optional
+	MaxPowerPercent *int32 `json:"maxPowerPercent,omitempty"`
+	// IgnoreXIDs: XIDs since boot that do not fail acceptance (default: the application-level ones).
+	// +kubebuilder:validation:MaxItems=256
+	// +listType=set
+	// +optional
+	IgnoreXIDs []int32 `json:"ignoreXIDs,omitempty"`
+}
+
+// HostPolicy is what the node image must pin (accept.HostPolicy); unset = the default.
+type HostPolicy struct {
+	// +kubebuilder:validation:Enum=any;enabled;passthrough;disabled
+	// +optional
+	IOMMU string `json:"iommu,omitempty"`
+	// CgroupVersion: 2 (default), 1, or 0 = any.
+	// +kubebuilder:validation:Enum=0;1;2
+	// +optional
+	CgroupVersion *int32 `json:"cgroupVersion,omitempty"`
+	// +kubebuilder:validation:Enum=any;enabled;disabled
+	// +optional
+	SecureBoot string `json:"secureBoot,omitempty"`
+	// +kubebuilder:validation:Enum=any;on;off
+	// +optional
+	SMT string `json:"smt,omitempty"`
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MinShmMiB *int64 `json:"minShmMiB,omitempty"`
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MinHugepages *int32 `json:"minHugepages,omitempty"`
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	MinFreePercent *int32 `json:"minFreePercent,omitempty"`
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	MinFreeInodesPercent *int32 `json:"minFreeInodesPercent,omitempty"`
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=4096
+	// +optional
+	CacheDirs []string `json:"cacheDirs,omitempty"`
+	// +optional
+	TimeSync *bool `json:"timeSync,omitempty"`
+	// +kubebuilder:validation:Enum=auto;require;ignore
+	// +optional
+	NVIDIARuntime string `json:"nvidiaRuntime,omitempty"`
+	// +kubebuilder:validation:Enum=warn;require;ignore
+	// +optional
+	KubeletReservations string `json:"kubeletReservations,omitempty"`
+	// +optional
+	GPUNUMALocal *bool `json:"gpuNUMALocal,omitempty"`
+}
+
+// GPUNodePolicyStatus is what the controller reports about a policy.
+type GPUNodePolicyStatus struct {
+	// ObservedGeneration is the spec generation the status reflects.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Nodes counts the GPU nodes this policy governs (it won the selection).
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Nodes int32 `json:"nodes,omitempty"`
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// GPUNodePolicy selects GPU nodes and says what they must be and how they are accepted.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=gnp,categories=gpunode
+// +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`
+// +kubebuilder:printcolumn:name="Nodes",type=integer,JSONPath=`.status.nodes`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type GPUNodePolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec GPUNodePolicySpec `json:"spec"`
+	// +optional
+	Status GPUNodePolicyStatus `json:"status,omitzero"`
+}
+
+// GPUNodePolicyList is a list of GPUNodePolicies.
+//
+// +kubebuilder:object:root=true
+type GPUNodePolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []GPUNodePolicy `json:"items"`
+}
