@@ -10,7 +10,7 @@ if [[ -n "$unformatted" ]]; then
   echo "these files need gofmt -w:"; echo "$unformatted"; exit 1
 fi
 
-echo "== generated code (controller-gen: deepcopy and CRDs) is up to date"
+echo "== generated code (controller-gen: deepcopy, CRDs and RBAC) is up to date"
 # Regenerate in place and compare with a snapshot taken before. This does not depend on git:
 # it gives the same answer on a fresh CI clone (stale or uncommitted outputs fail) and on a
 # working tree where the outputs are new and not yet committed (git status would call them
@@ -19,11 +19,12 @@ echo "== generated code (controller-gen: deepcopy and CRDs) is up to date"
 # fresh outputs: review and commit them.
 snapshot=$(mktemp -d)
 trap 'rm -rf "$snapshot"' EXIT
-cp -R api "$snapshot/api"; mkdir -p config/crd; cp -R config/crd "$snapshot/crd"
-rm -f api/*/zz_generated.*.go config/crd/gpunode.dev_*.yaml
-go generate ./api/...
-if ! diff -r "$snapshot/api" api || ! diff -r "$snapshot/crd" config/crd; then
-  echo "generated code is stale: run go generate ./api/... (and commit the result)"; exit 1
+cp -R api "$snapshot/api"; mkdir -p config/crd config/rbac; cp -R config/crd "$snapshot/crd"
+cp -R config/rbac "$snapshot/rbac"
+rm -f api/*/zz_generated.*.go config/crd/gpunode.dev_*.yaml config/rbac/controller/role.yaml
+go generate ./api/... ./internal/controller/...
+if ! diff -r "$snapshot/api" api || ! diff -r "$snapshot/crd" config/crd || ! diff -r "$snapshot/rbac" config/rbac; then
+  echo "generated code is stale: run go generate ./api/... ./internal/controller/... (and commit the result)"; exit 1
 fi
 
 echo "== go vet"

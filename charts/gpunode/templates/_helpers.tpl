@@ -1,0 +1,82 @@
+{{/* The release's base name: the release name when it already contains "gpunode". */}}
+{{- define "gpunode.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 50 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 50 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "gpunode.agentName" -}}{{ include "gpunode.fullname" . }}-agent{{- end -}}
+{{- define "gpunode.controllerName" -}}{{ include "gpunode.fullname" . }}-controller{{- end -}}
+
+{{/* The agent's service-account user, as the API server names it in request.userInfo. */}}
+{{- define "gpunode.agentUser" -}}
+system:serviceaccount:{{ .Release.Namespace }}:{{ include "gpunode.agentName" . }}
+{{- end -}}
+
+{{- define "gpunode.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+
+{{- define "gpunode.labels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "gpunode.agentSelector" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: agent
+{{- end -}}
+
+{{- define "gpunode.controllerSelector" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: controller
+{{- end -}}
+
+{{/*
+The agent's and the exporter's security context. Both run as root (uid 0): the kubelet's
+pod-resources socket and the host's state folder are root's, and host files are read as root.
+privileged (agent.privileged, the default) is what lets them open /dev/kmsg: Kubernetes allows
+a host device node in a container's device cgroup only for a privileged container, and
+reading /dev/kmsg needs CAP_SYSLOG when kernel.dmesg_restrict=1. Without it every capability
+is dropped and the kernel log is not followed.
+*/}}
+{{- define "gpunode.agentSecurityContext" -}}
+runAsUser: 0
+readOnlyRootFilesystem: true
+{{- if .Values.agent.privileged }}
+privileged: true
+{{- else }}
+privileged: false
+allowPrivilegeEscalation: false
+capabilities:
+  drop: [ALL]
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
+{{- end -}}
+
+{{/* Mounts the agent and the exporter share. */}}
+{{- define "gpunode.commonMounts" -}}
+# Scratch space: the root filesystem is read-only.
+- name: tmp
+  mountPath: /tmp
+# The kubelet's pod-resources API (a unix socket; connecting works on a read-only mount):
+# which pod holds which GPU, for pod attribution of metrics and faults.
+- name: pod-resources
+  mountPath: /var/lib/kubelet/pod-resources
+  readOnly: true
+{{- if .Values.agent.privileged }}
+# The kernel log, read-only: NVIDIA XIDs and other GPU faults. Opening it needs the device
+# cgroup entry and CAP_SYSLOG (kernel.dmesg_restrict=1) that privileged gives.
+- name: kmsg
+  mountPath: /dev/kmsg
+  readOnly: true
+{{- end }}
+{{- end -}}

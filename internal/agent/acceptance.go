@@ -1,0 +1,81 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpunode/gpunode/api/v1alpha1"
+	"github.com/gpunode/gpunode/internal/accept"
+	"github.com/gpunode/gpunode/internal/record"
+)
+
+// acceptance runs node-local acceptance when the controller asked for a generation the agent
+// has not answered, and publishes the record. A record that could not be created is kept
+// and created in a later round; the run is not repeated.
+func (a *Agent) acceptance(ctx context.Context, gn *v1alpha1.GPUNode, nodeLabels map[string]string, class string) error {
+	answered := int64(0)
+	if a.last != nil {
+		answered = a.last.Generation
+	}
+	if a.pending == nil && gn.Spec.AcceptanceGeneration > answered {
+		obj, err := a.runAcceptance(ctx, gn.Spec.AcceptanceGeneration, nodeLabels, class)
+		if err != nil {
+			return err
+		}
+		a.pending = obj
+	}
+	if a.pending == nil {
+		return nil
+	}
+	err := a.cfg.Client.Create(ctx, a.pending.DeepCopy(), client.FieldOwner(v1alpha1.FieldManagerAgent))
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create AcceptanceRecord %s: %w", describe(a.pending), err)
+	}
+	a.cfg.Log.Info("published acceptance record", "node", a.cfg.NodeName, "record", describe(a.pending))
+	a.last, a.pending = Summary(a.pending), nil
+	if gn.Spec.AcceptanceGeneration > a.last.Generation {
+		a.poke() // asked again meanwhile: answer in the next round
+	}
+	return nil
+}
+
+// runAcceptance gathers the facts (the kernel log included) and runs the acceptance engine
+// of `gpunode accept` with the policy that governs the node.
+func (a *Agent) runAcceptance(ctx context.Context, gen int64, nodeLabels map[string]string, class string) (*v1alpha1.AcceptanceRecord, error) {
+	policies := &v1alpha1.GPUNodePolicyList{}
+	if err := a.cfg.Client.List(ctx, policies); err != nil {
+		return nil, fmt.Errorf("list GPUNodePolicies: %w", err)
+	}
+	gp, errs := SelectPolicy(policies.Items, nodeLabels)
+	for _, err := range errs {
+		a.cfg.Log.Warn("GPUNodePolicy ignored", "node", a.cfg.NodeName, "err", err)
+	}
+	pol, ref := AcceptPolicy(gp, class)
+	// The policy's cache folders are checked as well as the agent's own, as in `gpunode accept`.
+	opts := a.cfg.HostOptions
+	opts.CacheDirs = append(slices.Clone(opts.CacheDirs), pol.Host.CacheDirs...)
+
+	start := a.cfg.Clock()
+	facts := a.gather(ctx, true, opts)
+
+	rep, err := accept.Run(ctx, facts, &pol, a.cfg.Clock, nil)
+	if err != nil {
+		return nil, fmt.Errorf("acceptance of node %q: %w", a.cfg.NodeName, err)
+	}
+	rep.StartedAt = start // the record's time includes gathering the facts
+	rec := record.Build(record.Input{Report: rep, Facts: facts, Policy: ref, Tool: *a.cfg.Tool})
+	if rec.Backend == "" {
+		rec.Backend = a.cfg.Backend.Name()
+	}
+	obj := RecordObject(rec, gen)
+	if obj.Name == "" {
+		return nil, errors.New("acceptance record without an ID")
+	}
+	a.cfg.Log.Info("acceptance ran", "node", a.cfg.NodeName, "generation", gen, "policy", ref.Name, "result", rec.Result)
+	return obj, nil
+}

@@ -1,0 +1,195 @@
+// Package agent is the node agent: the loop that keeps a node's GPUNode, its labels and
+// its acceptance records in step with what the node's GPUs and host report.
+//
+// The agent owns, under the server-side-apply field manager gpunode-agent: the Node labels
+// of GPU Feature Discovery and the platform labels (metadata.labels only), the GPUNode
+// status fields it observes (acceleratorClass, gpuCount, health, inventory, versions,
+// gpuHealth, lastAcceptance) and the GPUHealthy condition. It creates the GPUNode at first
+// start and then holds the node (owner acceptance, reason not-accepted), and it creates
+// AcceptanceRecords. It never writes the GPUNode spec after creating it, nor the phase or
+// holds in the status: those are the controller's.
+//
+// The controller asks for acceptance by raising spec.acceptanceGeneration; the agent runs
+// node-local acceptance when it is above status.lastAcceptance.generation, creates the
+// AcceptanceRecord (name = the record ID, spec.acceptanceGeneration = the number answered)
+// and then sets status.lastAcceptance.
+//
+// Every API error is retried with capped exponential backoff; the latest facts are kept in
+// memory and published once the API server answers, and a record that could not be created
+// is created then (the run is not repeated).
+package agent
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpunode/gpunode/api/v1alpha1"
+	"github.com/gpunode/gpunode/internal/buildinfo"
+	"github.com/gpunode/gpunode/internal/gpu"
+	"github.com/gpunode/gpunode/internal/health"
+	"github.com/gpunode/gpunode/internal/host"
+	"github.com/gpunode/gpunode/internal/labels"
+	"github.com/gpunode/gpunode/internal/monitor"
+	"github.com/gpunode/gpunode/internal/xid"
+)
+
+// Config wires an Agent to its node and its API server.
+type Config struct {
+	// NodeName is the Kubernetes Node (and GPUNode) name.
+	NodeName string
+	// Client talks to the API server; it should read from the server, not a cache.
+	Client client.Client
+	// Backend reads the GPUs; the agent's health monitor polls it too.
+	Backend gpu.Backend
+	// Host returns the reader of the node's host facts for the given GPUs.
+	Host func(devs []gpu.Device) (*host.Reader, error)
+	// HostOptions are passed to every host read.
+	HostOptions host.Options
+	// XIDs reads the kernel log since boot for acceptance; nil: not read (the kernel-log
+	// check then reports it).
+	XIDs func(ctx context.Context) ([]xid.Event, error)
+	// Kernel is the health monitor's kernel-log source; nil: not followed.
+	Kernel monitor.KernelSource
+	// Mapping gives the accelerator class.
+	Mapping labels.Mapping
+	// Interval between two rounds of publishing (default 30 s); the monitor polls at the
+	// same interval.
+	Interval time.Duration
+	// Resync republishes an unchanged status and labels after this long (default 10 × Interval).
+	Resync time.Duration
+	// MinBackoff and MaxBackoff bound the wait after a failed round (defaults: 500 ms, 1 min).
+	MinBackoff, MaxBackoff time.Duration
+	// Clock (default time.Now).
+	Clock func() time.Time
+	// Log (default: discard).
+	Log *slog.Logger
+	// Tool identifies the build in the records (default buildinfo.Get()).
+	Tool *buildinfo.Info
+}
+
+// Agent runs the node agent's loop. Make one with New and call Run once.
+type Agent struct {
+	cfg  Config
+	mon  *monitor.Monitor
+	wake chan struct{}
+	// Loop state: kept across failed rounds, so that nothing observed is lost.
+	ensured   bool
+	last      *v1alpha1.AcceptanceSummary // what status.lastAcceptance is (or will be)
+	pending   *v1alpha1.AcceptanceRecord  // a run whose record is not created yet
+	condition *metav1.Condition           // the GPUHealthy condition as published
+	published published
+}
+
+// published remembers what was last written successfully, to skip unchanged writes.
+type published struct {
+	labels, status string
+	at             time.Time
+}
+
+// New checks cfg and builds the agent and its health monitor.
+func New(cfg Config) (*Agent, error) {
+	switch {
+	case cfg.NodeName == "":
+		return nil, errors.New("agent: no node name")
+	case cfg.Client == nil:
+		return nil, errors.New("agent: no API client")
+	case cfg.Backend == nil:
+		return nil, errors.New("agent: no GPU backend")
+	case cfg.Host == nil:
+		return nil, errors.New("agent: no host reader")
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = 30 * time.Second
+	}
+	if cfg.Resync <= 0 {
+		cfg.Resync = 10 * cfg.Interval
+	}
+	if cfg.MinBackoff <= 0 {
+		cfg.MinBackoff = 500 * time.Millisecond
+	}
+	if cfg.MaxBackoff < cfg.MinBackoff {
+		cfg.MaxBackoff = max(time.Minute, cfg.MinBackoff)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Tool == nil {
+		info := buildinfo.Get()
+		cfg.Tool = &info
+	}
+	a := &Agent{cfg: cfg, wake: make(chan struct{}, 1)}
+	m, err := monitor.New(monitor.Config{Backend: cfg.Backend, Interval: cfg.Interval, Kernel: cfg.Kernel,
+		Clock: cfg.Clock, Log: cfg.Log, OnFinding: func(_ health.Finding, isNew bool) {
+			if isNew {
+				a.poke()
+			}
+		}})
+	if err != nil {
+		return nil, err
+	}
+	a.mon = m
+	return a, nil
+}
+
+// poke asks for a round now (a new finding changed a GPU's health).
+func (a *Agent) poke() {
+	select {
+	case a.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run runs the health monitor and the publishing loop until ctx ends. It returns nil then:
+// API errors are retried, never returned.
+func (a *Agent) Run(ctx context.Context) error {
+	monDone := make(chan error, 1)
+	go func() { monDone <- a.mon.Run(ctx) }()
+	backoff := time.Duration(0)
+	for {
+		if err := a.round(ctx); err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			backoff = nextBackoff(backoff, a.cfg.MinBackoff, a.cfg.MaxBackoff)
+			a.cfg.Log.Warn("publishing failed; retrying", "node", a.cfg.NodeName, "in", backoff, "err", err)
+			if !sleep(ctx, backoff, nil) {
+				break
+			}
+			continue
+		}
+		backoff = 0
+		if !sleep(ctx, a.cfg.Interval, a.wake) {
+			break
+		}
+	}
+	return <-monDone
+}
+
+// nextBackoff doubles the previous wait, from lo up to hi.
+func nextBackoff(prev, lo, hi time.Duration) time.Duration {
+	if prev < lo {
+		return lo
+	}
+	return min(2*prev, hi)
+}
+
+// sleep waits d, or until wake fires; false when ctx ended.
+func sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+	case <-wake:
+	}
+	return true
+}

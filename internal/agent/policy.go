@@ -1,0 +1,161 @@
+package agent
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1"
+	klabels "k8s.io/apimachinery/pkg/labels"
+
+	"github.com/gpunode/gpunode/api/v1alpha1"
+	"github.com/gpunode/gpunode/internal/accept"
+	"github.com/gpunode/gpunode/internal/record"
+)
+
+// SelectPolicy picks the GPUNodePolicy that governs a node with nodeLabels: among the
+// policies whose node selector matches (an empty selector matches every node), the highest
+// priority wins and equal priorities go to the name that sorts first. It returns nil when
+// none matches. A policy whose selector cannot be parsed is skipped and named in the error
+// list (the others are still considered).
+func SelectPolicy(policies []v1alpha1.GPUNodePolicy, nodeLabels map[string]string) (*v1alpha1.GPUNodePolicy, []error) {
+	var errs []error
+	var matching []*v1alpha1.GPUNodePolicy
+	for i := range policies {
+		p := &policies[i]
+		sel, err := v1.LabelSelectorAsSelector(&p.Spec.NodeSelector)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("GPUNodePolicy %q: node selector: %w", p.Name, err))
+			continue
+		}
+		if sel.Matches(klabels.Set(nodeLabels)) {
+			matching = append(matching, p)
+		}
+	}
+	if len(matching) == 0 {
+		return nil, errs
+	}
+	sort.Slice(matching, func(i, j int) bool {
+		if matching[i].Spec.Priority != matching[j].Spec.Priority {
+			return matching[i].Spec.Priority > matching[j].Spec.Priority
+		}
+		return matching[i].Name < matching[j].Name
+	})
+	return matching[0], errs
+}
+
+// AcceptPolicy converts a GPUNodePolicy into the acceptance engine's policy for a node of
+// accelerator class class: accept.DefaultPolicy overridden by every field the policy sets,
+// with the hardware expectation of the class (none listed: only consistency is checked).
+// Layers the node cannot run (those of the controller) are left to the controller.
+// A nil policy gives the built-in default. The reference names the policy and hashes the
+// effective policy, as `gpunode accept` does.
+func AcceptPolicy(gp *v1alpha1.GPUNodePolicy, class string) (accept.Policy, record.PolicyRef) {
+	p := accept.DefaultPolicy()
+	ref := record.PolicyRef{Name: p.Name, Source: "built-in"}
+	if gp != nil {
+		p.Name = gp.Name
+		ref = record.PolicyRef{Name: gp.Name, Source: "GPUNodePolicy/" + gp.Name}
+		s := gp.Spec
+		for _, l := range s.Acceptance.Layers {
+			if slices.Contains(accept.NodeLocalLayers, accept.Layer(l)) {
+				p.Layers = append(p.Layers, accept.Layer(l))
+			}
+		}
+		for _, c := range s.Classes {
+			if c.Class == class {
+				expect(&p.Expect, c)
+			}
+		}
+		p.Versions = accept.Versions{Driver: s.Versions.Driver, CUDA: s.Versions.CUDA, Kernel: s.Versions.Kernel, Containerd: s.Versions.Containerd}
+		thresholds(&p.Thresholds, s.Acceptance.Thresholds)
+		hostPolicy(&p.Host, s.Acceptance.Host)
+	}
+	b, _ := json.Marshal(p)
+	sum := sha256.Sum256(b)
+	ref.SHA256 = hex.EncodeToString(sum[:])
+	return p, ref
+}
+
+func expect(e *accept.Expect, c v1alpha1.ClassExpectation) {
+	e.GPUs = int(c.GPUs)
+	e.Model = c.Model
+	e.MinMemoryMiB = uint64(max(c.MinMemoryMiB, 0))
+	e.NVLinksPerGPU = int(c.NVLinksPerGPU)
+	e.PCIeGen, e.PCIeWidth = int(c.PCIeGen), int(c.PCIeWidth)
+	setPtr(&e.ECC, c.ECC)
+	setPtr(&e.PersistenceMode, c.PersistenceMode)
+	setString(&e.MIG, c.MIG)
+	setString(&e.Fabric, c.Fabric)
+}
+
+func thresholds(t *accept.Thresholds, in v1alpha1.Thresholds) {
+	if in.MaxTemperatureC != nil {
+		t.MaxTemperatureC = int(*in.MaxTemperatureC)
+	}
+	if in.MaxPCIeReplays != nil {
+		t.MaxPCIeReplays = uint64(max(*in.MaxPCIeReplays, 0))
+	}
+	if in.MaxCorrectedECC != nil {
+		t.MaxCorrectedECC = uint64(max(*in.MaxCorrectedECC, 0))
+	}
+	if in.MaxRetiredPages != nil {
+		t.MaxRetiredPages = int(*in.MaxRetiredPages)
+	}
+	if in.MaxCorrectableRemappedRows != nil {
+		t.MaxCorrectableRemappedRows = int(*in.MaxCorrectableRemappedRows)
+	}
+	if in.MaxPowerPercent != nil {
+		t.MaxPowerPercent = int(*in.MaxPowerPercent)
+	}
+	if in.IgnoreXIDs != nil {
+		t.IgnoreXIDs = make([]int, len(in.IgnoreXIDs))
+		for i, x := range in.IgnoreXIDs {
+			t.IgnoreXIDs[i] = int(x)
+		}
+	}
+}
+
+func hostPolicy(h *accept.HostPolicy, in v1alpha1.HostPolicy) {
+	setString(&h.IOMMU, in.IOMMU)
+	setString(&h.SecureBoot, in.SecureBoot)
+	setString(&h.SMT, in.SMT)
+	setString(&h.NVIDIARuntime, in.NVIDIARuntime)
+	setString(&h.KubeletReservations, in.KubeletReservations)
+	if in.CgroupVersion != nil {
+		h.CgroupVersion = int(*in.CgroupVersion)
+	}
+	if in.MinShmMiB != nil {
+		h.MinShmMiB = uint64(max(*in.MinShmMiB, 0))
+	}
+	if in.MinHugepages != nil {
+		h.MinHugepages = int(*in.MinHugepages)
+	}
+	if in.MinFreePercent != nil {
+		h.MinFreePercent = int(*in.MinFreePercent)
+	}
+	if in.MinFreeInodesPercent != nil {
+		h.MinFreeInodesPercent = int(*in.MinFreeInodesPercent)
+	}
+	if in.CacheDirs != nil {
+		h.CacheDirs = in.CacheDirs
+	}
+	setPtr(&h.TimeSync, in.TimeSync)
+	setPtr(&h.GPUNUMALocal, in.GPUNUMALocal)
+}
+
+func setString(dst *string, v string) {
+	if v != "" {
+		*dst = v
+	}
+}
+
+func setPtr(dst **bool, v *bool) {
+	if v != nil {
+		b := *v
+		*dst = &b
+	}
+}

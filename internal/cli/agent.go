@@ -1,0 +1,166 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpunode/gpunode/api/v1alpha1"
+	"github.com/gpunode/gpunode/internal/accept"
+	"github.com/gpunode/gpunode/internal/agent"
+	"github.com/gpunode/gpunode/internal/gpu"
+	"github.com/gpunode/gpunode/internal/gpu/sim"
+	"github.com/gpunode/gpunode/internal/host"
+	"github.com/gpunode/gpunode/internal/kmsg"
+	"github.com/gpunode/gpunode/internal/labels"
+	"github.com/gpunode/gpunode/internal/monitor"
+	"github.com/gpunode/gpunode/internal/xid"
+)
+
+type agentOptions struct {
+	facts        factOptions
+	kubeconfig   string
+	interval     time.Duration
+	labelMapping string
+}
+
+func newAgentCommand() *cobra.Command {
+	o := &agentOptions{}
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run the node agent: publish this node's GPUNode, labels and acceptance records",
+		Long: `Run the node agent (a DaemonSet pod on every GPU node) until interrupted.
+
+At first start it creates the node's GPUNode and holds the node with the taint
+gpunode.dev/not-accepted:NoSchedule until the controller accepts it. Then, every --interval
+and whenever a GPU's health changes, it publishes the GPUNode status (inventory, versions,
+accelerator class, per-GPU health from the health monitor, the GPUHealthy condition) and
+applies the GPU Feature Discovery and platform labels to the Node with server-side apply
+(field manager gpunode-agent: labels it does not own are never touched). When the
+controller raises spec.acceptanceGeneration it runs node-local acceptance (as
+'gpunode accept') with the GPUNodePolicy that selects the node and publishes an
+AcceptanceRecord. API errors are retried with capped exponential backoff; the latest state
+is published once the API server answers.
+
+The node name comes from --node-name or $NODE_NAME (the downward API's spec.nodeName).`,
+		Example: `  # in the DaemonSet (NODE_NAME from the downward API, in-cluster credentials)
+  gpunode agent --host-root /host
+  # against a test cluster, on 8 simulated H100s
+  gpunode agent --node-name gpu-1 --kubeconfig ~/.kube/config --sim h100x8 --interval 5s`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runAgent(cmd.Context(), o, cmd.ErrOrStderr())
+		},
+	}
+	fs := cmd.Flags()
+	o.facts.addFlags(fs)
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else the in-cluster service account)")
+	fs.DurationVar(&o.interval, "interval", 30*time.Second, "how often the status is published and the GPUs are polled")
+	fs.StringVar(&o.labelMapping, "label-mapping", "", "accelerator-class mapping YAML that extends or overrides the built-in one")
+	return cmd
+}
+
+func runAgent(ctx context.Context, o *agentOptions, errOut io.Writer) error {
+	if o.interval <= 0 {
+		return usageErrorf("--interval %s: must be positive", o.interval)
+	}
+	node := o.facts.node
+	if node == "" {
+		node = os.Getenv("NODE_NAME")
+	}
+	if node == "" {
+		return usageErrorf("no node name: give --node-name or set NODE_NAME")
+	}
+	mapping := labels.Mapping{}
+	if o.labelMapping != "" {
+		m, err := labels.LoadMapping(o.labelMapping)
+		if err != nil {
+			return usageError(err)
+		}
+		mapping = m
+	}
+	c, err := agentClient(o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	backend, err := o.facts.gpu.openBackend()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = backend.Close() }()
+	a, err := agent.New(agent.Config{
+		NodeName: node, Client: c, Backend: backend, Mapping: mapping, Interval: o.interval,
+		Host: func(devs []gpu.Device) (*host.Reader, error) {
+			return o.facts.hostReader(&accept.Facts{GPU: &gpu.Snapshot{Devices: devs}})
+		},
+		HostOptions: host.Options{CacheDirs: o.facts.cacheDirs},
+		XIDs:        func(ctx context.Context) ([]xid.Event, error) { return o.facts.readXIDs(ctx, backend) },
+		Kernel:      o.facts.agentKernelSource(backend),
+		Log:         slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelInfo})),
+	})
+	if err != nil {
+		return err
+	}
+	return a.Run(ctx)
+}
+
+// agentKernelSource is the health monitor's kernel log: the simulated GPUs' own, the live
+// /dev/kmsg from boot (kernel records only), or none.
+func (o *factOptions) agentKernelSource(b gpu.Backend) monitor.KernelSource {
+	if sb, isSim := b.(*sim.Backend); isSim && o.kernelLog == defaultKernelLog {
+		return monitor.SimKernel(sb, 0)
+	}
+	if o.kernelLog == "none" || o.kernelLog == "" {
+		return nil
+	}
+	return monitor.FollowKmsg(&kmsg.Follower{Path: o.kernelLog, Start: kmsg.StartBeginning, TrustUserRecords: o.trustUserKmsg})
+}
+
+// agentClient is a client that reads from the API server (no cache: the agent reads two
+// objects per round) with the built-in kinds and gpunode's.
+func agentClient(kubeconfig string) (client.Client, error) {
+	cfg, err := agentRESTConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("agent scheme: %w", err)
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("agent scheme: %w", err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		return nil, fmt.Errorf("client for %s: %w", cfg.Host, err)
+	}
+	return c, nil
+}
+
+// agentRESTConfig loads kubeconfig, else $KUBECONFIG or ~/.kube/config, else the
+// in-cluster configuration.
+func agentRESTConfig(kubeconfig string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if kubeconfig != "" {
+		if _, err := os.Stat(kubeconfig); err != nil {
+			return nil, usageErrorf("--kubeconfig %s: %w", kubeconfig, err)
+		}
+		rules.ExplicitPath = kubeconfig
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading the Kubernetes client configuration: %w", err)
+	}
+	cfg.UserAgent = "gpunode-agent"
+	return cfg, nil
+}

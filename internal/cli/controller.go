@@ -1,0 +1,120 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	clientconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/gpunode/gpunode/internal/controller/acceptance"
+)
+
+// leaderElectionID names the controller's Lease.
+const leaderElectionID = "gpunode-controller.gpunode.dev"
+
+type controllerOptions struct {
+	kubeconfig         string
+	leaderElect        bool
+	leaderElectionNS   string
+	metricsAddress     string
+	healthProbeAddress string
+}
+
+func newControllerCommand() *cobra.Command {
+	o := &controllerOptions{}
+	cmd := &cobra.Command{
+		Use:   "controller",
+		Short: "Run the cluster controller: acceptance gating of GPU nodes",
+		Long: `Run gpunode's cluster controller (one per cluster, as a Deployment). For each GPUNode it
+selects a GPUNodePolicy (nodeSelector on the Node's labels; highest priority wins), asks the
+node's agent for an acceptance run when the node is new or its policy, GPU inventory or driver
+changed, judges the AcceptanceRecord against the policy, and releases the node's acceptance
+hold when it passes, or keeps it, with the reason in status and an Event, when it fails.
+
+With --leader-elect (the default) only the replica holding the Lease
+` + leaderElectionID + ` in --leader-election-namespace acts. Metrics are served on
+--metrics-bind-address (/metrics) and liveness and readiness on --health-probe-bind-address
+(/healthz, /readyz); "0" turns either off. Stops cleanly on SIGINT or SIGTERM.`,
+		Example: `  gpunode controller
+  gpunode controller --kubeconfig ~/.kube/config --leader-elect=false`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runController(cmd.Context(), o, cmd.ErrOrStderr())
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the pod's service account)")
+	fs.BoolVar(&o.leaderElect, "leader-elect", true, "act only while holding the leader Lease (run more than one replica safely)")
+	fs.StringVar(&o.leaderElectionNS, "leader-election-namespace", "gpunode-system", "namespace of the leader Lease")
+	fs.StringVar(&o.metricsAddress, "metrics-bind-address", ":8080", `address of the metrics endpoint ("0": off)`)
+	fs.StringVar(&o.healthProbeAddress, "health-probe-bind-address", ":8081", `address of /healthz and /readyz ("0": off)`)
+	return cmd
+}
+
+// restConfig loads the kubeconfig file named, or the default chain when none is.
+func restConfig(path string) (*rest.Config, error) {
+	if path == "" {
+		cfg, err := clientconfig.GetConfig()
+		if err != nil {
+			return nil, fmt.Errorf("loading the Kubernetes client configuration: %w", err)
+		}
+		return cfg, nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, usageErrorf("kubeconfig %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+func runController(ctx context.Context, o *controllerOptions, stderr io.Writer) error {
+	cfg, err := restConfig(o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	ctrl.SetLogger(logr.FromSlogHandler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	scheme, err := acceptance.Scheme()
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
+		Client:                        acceptance.ClientOptions(),
+		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddress},
+		HealthProbeBindAddress:        o.healthProbeAddress,
+		LeaderElection:                o.leaderElect,
+		LeaderElectionID:              leaderElectionID,
+		LeaderElectionNamespace:       o.leaderElectionNS,
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       ptr.To(30 * time.Second),
+	})
+	if err != nil {
+		return fmt.Errorf("creating the controller manager for %s: %w", cfg.Host, err)
+	}
+	r := &acceptance.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(acceptance.Name), Clock: clock.RealClock{}}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding the health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding the readiness check: %w", err)
+	}
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("running the controller against %s: %w", cfg.Host, err)
+	}
+	return nil
+}

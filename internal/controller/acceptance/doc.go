@@ -1,0 +1,17 @@
+// Package acceptance is the controller's acceptance gate: it selects a GPUNodePolicy for
+// each GPUNode, asks the node's agent for an acceptance run when the node is new or its
+// policy, inventory or driver changed, judges the AcceptanceRecord the agent publishes
+// against the policy, and releases the node's "acceptance" hold when the run passes or
+// keeps it, with the reason in status and an Event, when it fails.
+//
+// The decisions are pure functions of the GPUNode, the Node's labels, the policies, the
+// record and a clock (decide.go, evaluate.go, phase.go); Reconciler applies them in ordered,
+// re-entrant phases and writes status once, at the end of each pass.
+//
+// The protocol with the agent: the controller raises spec.acceptanceGeneration (and sets
+// spec.acceptanceReason); the agent runs acceptance whenever that number is above
+// status.lastAcceptance.generation, creates an AcceptanceRecord carrying it and names the
+// record in status.lastAcceptance. What the request was made for (the policy and its hash,
+// the inventory and the driver) is recorded, in the same write as the raised number, in the
+// GPUNode annotation gpunode.dev/acceptance-basis; a later difference asks again.
+package acceptance

@@ -1,0 +1,196 @@
+package acceptance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1alpha1 "github.com/gpunode/gpunode/api/v1alpha1"
+)
+
+//go:generate go tool controller-gen rbac:roleName=gpunode-controller paths=./... output:rbac:artifacts:config=../../../config/rbac/controller
+
+// Name is the controller's name, its event reporter and its field manager's prefix.
+const Name = "gpunode-acceptance"
+
+// recordRetry is when a pass whose answered record is not yet readable runs again (the
+// record's watch event normally comes first).
+const recordRetry = 5 * time.Second
+
+// conflictRetry is when a pass that lost an optimistic-concurrency race runs again.
+const conflictRetry = 200 * time.Millisecond
+
+// The RBAC the Reconciler uses, exactly (config/rbac/controller is generated from it):
+// leader election takes a Lease (and records core Events on it).
+// +kubebuilder:rbac:groups=gpunode.dev,resources=gpunodes,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=gpunode.dev,resources=gpunodes/status,verbs=get;patch
+// +kubebuilder:rbac:groups=gpunode.dev,resources=gpunodepolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=gpunode.dev,resources=acceptancerecords,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=gpunode-system
+
+// Reconciler is the acceptance gate for GPUNodes.
+//
+// Client must read Nodes from the API server, not a cache (nodeops.Ops writes holds with
+// optimistic concurrency): build the manager with ClientOptions.
+type Reconciler struct {
+	// Client reads and writes GPUNodes, policies and records (cached) and Nodes (uncached).
+	Client client.Client
+	// Recorder emits Events on GPUNodes and Nodes.
+	Recorder events.EventRecorder
+	// Clock stamps conditions and new holds.
+	Clock clock.PassiveClock
+}
+
+// ClientOptions are the manager's client options the Reconciler needs: Nodes are read from
+// the API server, not cached (one GET per pass, no cluster-wide Node informer).
+func ClientOptions() client.Options {
+	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Node{}}}}
+}
+
+// Scheme is the scheme the controller's manager needs: the built-in kinds and gpunode's.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("building the controller's scheme: %w", err)
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("building the controller's scheme: %w", err)
+	}
+	return s, nil
+}
+
+// SetupWithManager registers the Reconciler with mgr: it watches GPUNodes, every
+// GPUNodePolicy (a change re-examines every GPUNode: a policy may take nodes on or give
+// them up, and an update does not show the old selector) and AcceptanceRecords (their node).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	var missing []error
+	if r.Client == nil {
+		missing = append(missing, errors.New("no Client"))
+	}
+	if r.Recorder == nil {
+		missing = append(missing, errors.New("no Recorder"))
+	}
+	if r.Clock == nil {
+		missing = append(missing, errors.New("no Clock"))
+	}
+	if mgr == nil {
+		missing = append(missing, errors.New("no manager"))
+	}
+	if err := errors.Join(missing...); err != nil {
+		return fmt.Errorf("setting up the %s controller: %w", Name, err)
+	}
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named(Name).
+		For(&v1alpha1.GPUNode{}).
+		Watches(&v1alpha1.GPUNodePolicy{}, handler.EnqueueRequestsFromMapFunc(r.everyGPUNode)).
+		Watches(&v1alpha1.AcceptanceRecord{}, handler.EnqueueRequestsFromMapFunc(recordNode)).
+		Complete(r)
+	if err != nil {
+		return fmt.Errorf("setting up the %s controller: %w", Name, err)
+	}
+	return nil
+}
+
+func (r *Reconciler) everyGPUNode(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list v1alpha1.GPUNodeList
+	if err := r.Client.List(ctx, &list); err != nil {
+		log.FromContext(ctx).Error(err, "listing GPUNodes after a policy change")
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, gn := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: gn.Name}})
+	}
+	return out
+}
+
+func recordNode(_ context.Context, o client.Object) []reconcile.Request {
+	rec, ok := o.(*v1alpha1.AcceptanceRecord)
+	if !ok || rec.Spec.Node == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: rec.Spec.Node}}}
+}
+
+// scope is one pass's state, shared by the phases.
+type scope struct {
+	gn     *v1alpha1.GPUNode
+	node   *corev1.Node // nil when the Node is gone
+	policy *v1alpha1.GPUNodePolicy
+	result ctrl.Result
+}
+
+// Reconcile runs the phases in order on one GPUNode and patches its status once at the
+// end, whatever happened. Every phase is re-entrant: a pass that stops half way is
+// finished by the next.
+//
+// Losing an optimistic-concurrency race (the agent wrote the GPUNode meanwhile) is not an
+// error: the pass is run again shortly, on the newer object.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	gn := &v1alpha1.GPUNode{}
+	if err := r.Client.Get(ctx, req.NamespacedName, gn); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if gn.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	base := gn.DeepCopy()
+	s := &scope{gn: gn}
+	defer func() {
+		if err := r.patchStatus(ctx, base, gn); err != nil {
+			retErr = errors.Join(retErr, err)
+		}
+		if retErr != nil && apierrors.IsConflict(retErr) {
+			log.FromContext(ctx).V(1).Info("the GPUNode changed meanwhile; running the pass again", "error", retErr.Error())
+			res, retErr = ctrl.Result{RequeueAfter: conflictRetry}, nil
+		}
+	}()
+	phases := []func(context.Context, *scope) error{
+		r.loadNode, r.selectPolicy, r.evaluate, r.request, r.reflect,
+	}
+	for _, phase := range phases {
+		if err := phase(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return s.result, nil
+}
+
+// patchStatus writes gn's status if it differs from base's, guarded by resourceVersion:
+// a concurrent write by the agent makes it fail, and the pass is run again.
+func (r *Reconciler) patchStatus(ctx context.Context, base, gn *v1alpha1.GPUNode) error {
+	gn.Status.ObservedGeneration = gn.Generation
+	for i := range gn.Status.Conditions { // a request in this pass raised the generation
+		switch gn.Status.Conditions[i].Type {
+		case ConditionPolicySelected, ConditionAcceptanceRequested, ConditionAccepted:
+			gn.Status.Conditions[i].ObservedGeneration = gn.Generation
+		}
+	}
+	if equality.Semantic.DeepEqual(base.Status, gn.Status) {
+		return nil
+	}
+	before := &v1alpha1.GPUNode{ObjectMeta: *gn.ObjectMeta.DeepCopy(), Spec: gn.Spec, Status: base.Status}
+	patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
+	if err := r.Client.Status().Patch(ctx, gn, patch); err != nil {
+		return fmt.Errorf("patch status of GPUNode %q: %w", gn.Name, err)
+	}
+	return nil
+}

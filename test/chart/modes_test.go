@@ -1,0 +1,156 @@
+package chart_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// installMode is one way to install the chart (seed 003's install modes and gpunode's own
+// switches) with what its manifests must show.
+type installMode struct {
+	name   string
+	values string
+	check  func(t *testing.T, ms []manifest)
+}
+
+var installModes = []installMode{
+	{"the defaults install the agent, the exporter, the controller and the admission policy for a pre-installed driver", ``,
+		func(t *testing.T, ms []manifest) {
+			ds := agentDaemonSet(t, ms)
+			if c := container(ds, "exporter"); c == nil || len(c.Ports) != 1 || c.Ports[0].ContainerPort != 9400 {
+				t.Errorf("the exporter container should serve on 9400: %+v", c)
+			}
+			if hasEnv(container(ds, "agent"), "GPUNODE_DRIVER_ROOT") {
+				t.Error("a pre-installed driver needs no driver root")
+			}
+			if !hasMount(container(ds, "agent"), "device-plugins") {
+				t.Error("with a device plugin the agent should see the kubelet's device-plugins folder")
+			}
+			for _, want := range []string{"ValidatingAdmissionPolicy/gpunode-agent-own-node-only",
+				"ValidatingAdmissionPolicyBinding/gpunode-agent-own-node-only", "Deployment/gpunode-controller",
+				"Service/gpunode-exporter", "ClusterRole/gpunode-agent", "ClusterRole/gpunode-controller"} {
+				if !slices.Contains(kinds(ms), want) {
+					t.Errorf("%s is missing from %v", want, kinds(ms))
+				}
+			}
+		}},
+	{"a driver managed by a driver container points the agent at the container's root under the host root",
+		"driver: {managed: true}",
+		func(t *testing.T, ms []manifest) {
+			if got := envValue(container(agentDaemonSet(t, ms), "agent"), "GPUNODE_DRIVER_ROOT"); got != "/host/run/nvidia/driver" {
+				t.Errorf("GPUNODE_DRIVER_ROOT = %q, want /host/run/nvidia/driver", got)
+			}
+		}},
+	{"without a device plugin the kubelet's device-plugins folder is not mounted", "devicePlugin: {enabled: false}",
+		func(t *testing.T, ms []manifest) {
+			if hasMount(container(agentDaemonSet(t, ms), "agent"), "device-plugins") {
+				t.Error("the device-plugins folder is mounted without a device plugin")
+			}
+		}},
+	{"without the exporter the pod has only the agent and no port 9400", "exporter: {enabled: false}",
+		func(t *testing.T, ms []manifest) {
+			ds := agentDaemonSet(t, ms)
+			if len(ds.Spec.Template.Spec.Containers) != 1 || container(ds, "agent") == nil {
+				t.Errorf("containers = %v, want only the agent", containerNames(ds))
+			}
+			if slices.Contains(kinds(ms), "Service/gpunode-exporter") {
+				t.Error("the exporter's Service is rendered without the exporter")
+			}
+		}},
+	{"an agent that may not be privileged drops every capability and leaves the kernel log alone", "agent: {privileged: false}",
+		func(t *testing.T, ms []manifest) {
+			ds := agentDaemonSet(t, ms)
+			for _, c := range ds.Spec.Template.Spec.Containers {
+				sc := c.SecurityContext
+				if sc.Privileged == nil || *sc.Privileged || sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+					t.Errorf("container %s: security context %+v, want unprivileged with ALL dropped", c.Name, sc)
+				}
+				if hasMount(&c, "kmsg") {
+					t.Errorf("container %s mounts /dev/kmsg, which it cannot open unprivileged", c.Name)
+				}
+			}
+			if !slices.Contains(container(ds, "exporter").Args, "--kernel-log=none") {
+				t.Errorf("the exporter should not follow the kernel log: %v", container(ds, "exporter").Args)
+			}
+		}},
+	{"the controller alone renders no DaemonSet, no agent RBAC and no admission policy",
+		"agent: {enabled: false}\nexporter: {enabled: false}",
+		func(t *testing.T, ms []manifest) {
+			for _, m := range ms {
+				if m.u.GetKind() == "DaemonSet" || strings.Contains(m.u.GetName(), "agent") {
+					t.Errorf("%s/%s is rendered without the agent", m.u.GetKind(), m.u.GetName())
+				}
+			}
+		}},
+	{"the agent alone renders no controller", "controller: {enabled: false}",
+		func(t *testing.T, ms []manifest) {
+			for _, m := range ms {
+				if strings.Contains(m.u.GetName(), "controller") {
+					t.Errorf("%s/%s is rendered without the controller", m.u.GetKind(), m.u.GetName())
+				}
+			}
+			agentDaemonSet(t, ms)
+		}},
+}
+
+func TestEachInstallModeRendersWhatItNeedsAndNothingElse(t *testing.T) {
+	for _, mode := range installModes {
+		t.Run(mode.name, func(t *testing.T) {
+			ms := render(t, mode.values)
+			if len(ms) == 0 {
+				t.Fatal("the chart rendered nothing")
+			}
+			mode.check(t, ms)
+		})
+	}
+}
+
+func agentDaemonSet(t *testing.T, ms []manifest) *appsv1.DaemonSet {
+	t.Helper()
+	ds := find[*appsv1.DaemonSet](ms, "DaemonSet", "gpunode-agent")
+	if ds == nil {
+		t.Fatalf("no DaemonSet gpunode-agent among %v", kinds(ms))
+	}
+	return ds
+}
+
+func container(ds *appsv1.DaemonSet, name string) *corev1.Container {
+	for i, c := range ds.Spec.Template.Spec.Containers {
+		if c.Name == name {
+			return &ds.Spec.Template.Spec.Containers[i]
+		}
+	}
+	return nil
+}
+
+func containerNames(ds *appsv1.DaemonSet) []string {
+	var out []string
+	for _, c := range ds.Spec.Template.Spec.Containers {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
+func hasMount(c *corev1.Container, volume string) bool {
+	return c != nil && slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == volume })
+}
+
+func hasEnv(c *corev1.Container, name string) bool {
+	return c != nil && slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == name })
+}
+
+func envValue(c *corev1.Container, name string) string {
+	if c == nil {
+		return ""
+	}
+	for _, e := range c.Env {
+		if e.Name == name {
+			return e.Value
+		}
+	}
+	return ""
+}
