@@ -137,7 +137,12 @@ func TestAFleetOfSimulatedNodesJoinsIsAcceptedAndReleased(t *testing.T) {
 	if err := c.Create(ctx, policy); err != nil {
 		t.Fatal(err)
 	}
-	startController(t)
+	var memory func() (int, int)
+	if controllerBinary() != "" {
+		memory = startControllerProcess(t, cfg)
+	} else {
+		startController(t)
+	}
 
 	n := fleetSize()
 	short := "node-short"
@@ -213,6 +218,10 @@ func TestAFleetOfSimulatedNodesJoinsIsAcceptedAndReleased(t *testing.T) {
 	runtime.ReadMemStats(&ms)
 	t.Logf("fleet of %d: every healthy node released %.1f s after the first joined; test process (API client side: %d agents + controller) heap in use %d MiB",
 		n, last.Seconds(), n, ms.HeapInuse>>20)
+	if memory != nil {
+		rss, hwm := memory()
+		t.Logf("controller process (%s): VmRSS %d KiB, VmHWM %d KiB", controllerBinary(), rss, hwm)
+	}
 
 	// The short node stays held, saying why.
 	var nd corev1.Node
