@@ -87,8 +87,8 @@ type Agent struct {
 
 // published remembers what was last written successfully, to skip unchanged writes.
 type published struct {
-	labels, status string
-	at             time.Time
+	labels, status, nodeConditions string
+	at                             time.Time
 }
 
 // New checks cfg and builds the agent and its health monitor.

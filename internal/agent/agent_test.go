@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,8 +44,31 @@ func TestAFirstStartCreatesTheGPUNodeAndHoldsTheNode(t *testing.T) {
 func TestTheStatusCarriesInventoryVersionsAndHealthAndLeavesThePhaseAlone(t *testing.T) {
 	_, c := testenv.Start(t)
 	name := newNode(t, c, nil)
+	// A condition the kubelet owns must survive the agent's own conditions.
+	kubelet := &corev1.Node{}
+	if err := c.Get(context.Background(), client.ObjectKey{Name: name}, kubelet); err != nil {
+		t.Fatal(err)
+	}
+	kubelet.Status.Conditions = append(kubelet.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"})
+	if err := c.Status().Update(context.Background(), kubelet); err != nil {
+		t.Fatal(err)
+	}
 	cfg, _ := simConfig(t, c, name)
 	start(t, cfg)
+	eventually(t, "the Node carries GPUHealthy=True and GPUNodeAccepted=Unknown beside the kubelet's Ready", func() error {
+		var nd corev1.Node
+		if err := c.Get(context.Background(), client.ObjectKey{Name: name}, &nd); err != nil {
+			return err
+		}
+		got := map[corev1.NodeConditionType]corev1.ConditionStatus{}
+		for _, cd := range nd.Status.Conditions {
+			got[cd.Type] = cd.Status
+		}
+		if got[v1alpha1.ConditionGPUHealthy] != corev1.ConditionTrue || got[v1alpha1.ConditionAccepted] != corev1.ConditionUnknown || got[corev1.NodeReady] != corev1.ConditionTrue {
+			return fmt.Errorf("node conditions %v", got)
+		}
+		return nil
+	})
 	eventually(t, "the status lists 8 GPUs", func() error {
 		gn, err := getGPUNode(c, name)
 		if err != nil {

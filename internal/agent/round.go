@@ -50,7 +50,10 @@ func (a *Agent) round(ctx context.Context) error {
 	accErr := a.acceptance(ctx, gn, selectable, st.AcceleratorClass)
 	st.LastAcceptance = a.last
 	st.Conditions = []metav1.Condition{a.conditionNow(healthCondition(facts, &st, gn.Generation))}
-	return errors.Join(accErr, a.applyStatus(ctx, st, resync))
+	if err := a.applyStatus(ctx, st, resync); err != nil {
+		return errors.Join(accErr, err)
+	}
+	return errors.Join(accErr, a.applyNodeConditions(ctx, node, nodeConditions(st.Conditions[0], a.last), resync))
 }
 
 // ensure returns the node's GPUNode, creating it at first start after holding the node. A
