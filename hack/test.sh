@@ -21,10 +21,10 @@ snapshot=$(mktemp -d)
 trap 'rm -rf "$snapshot"' EXIT
 cp -R api "$snapshot/api"; mkdir -p config/crd config/rbac; cp -R config/crd "$snapshot/crd"
 cp -R config/rbac "$snapshot/rbac"
-rm -f api/*/zz_generated.*.go config/crd/gpunode.dev_*.yaml config/rbac/controller/role.yaml
-go generate ./api/... ./internal/controller/...
+rm -f api/*/zz_generated.*.go config/crd/gpunode.dev_*.yaml config/rbac/controller/role.yaml config/rbac/agent/role.yaml
+go generate ./api/... ./internal/controller/... ./internal/agent/...
 if ! diff -r "$snapshot/api" api || ! diff -r "$snapshot/crd" config/crd || ! diff -r "$snapshot/rbac" config/rbac; then
-  echo "generated code is stale: run go generate ./api/... ./internal/controller/... (and commit the result)"; exit 1
+  echo "generated code is stale: run go generate ./api/... ./internal/controller/... ./internal/agent/... (and commit the result)"; exit 1
 fi
 
 echo "== go vet"

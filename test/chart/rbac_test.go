@@ -64,3 +64,40 @@ func expand(r rbacv1.PolicyRule) []string {
 	}
 	return out
 }
+
+// The chart grants the agent exactly what its code declares (config/rbac/agent, generated):
+// nothing missing, and nothing more — the agent runs on every GPU node.
+func TestTheChartGrantsTheAgentExactlyTheRulesItsCodeDeclares(t *testing.T) {
+	const path = "../../config/rbac/agent/role.yaml"
+	text, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading the generated RBAC: %v", err)
+	}
+	generated, err := decodeManifests(path, string(text))
+	if err != nil || len(generated) != 1 {
+		t.Fatalf("%s: %v (%d roles)", path, err, len(generated))
+	}
+	declared := map[string]bool{}
+	for _, rule := range generated[0].typed.(*rbacv1.ClusterRole).Rules {
+		for _, x := range expand(rule) {
+			declared[x] = true
+		}
+	}
+	ms := render(t, "")
+	granted := map[string]bool{}
+	for _, rule := range find[*rbacv1.ClusterRole](ms, "ClusterRole", "gpunode-agent").Rules {
+		for _, x := range expand(rule) {
+			granted[x] = true
+		}
+	}
+	for x := range declared {
+		if !granted[x] {
+			t.Errorf("the chart's agent role does not grant %s, which the agent's code declares", x)
+		}
+	}
+	for x := range granted {
+		if !declared[x] {
+			t.Errorf("the chart's agent role grants %s, which the agent's code does not declare", x)
+		}
+	}
+}
