@@ -1,0 +1,213 @@
+// Package deviceplugin advertises the node's GPUs to the kubelet through the device-plugin
+// API v1beta1 (k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1), with live per-device health.
+//
+// The devices come from the GPU port's snapshot (one per UUID, with its NUMA node); their
+// health comes from a HealthSource, and a change is pushed to the kubelet as soon as the
+// source signals it. Run serves the plugin's unix socket in the kubelet's device-plugins
+// folder, registers with the kubelet, and serves and registers again when the kubelet
+// restarts.
+package deviceplugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	"github.com/gpunode/gpunode/internal/gpu"
+)
+
+// ResourceName is the extended resource the plugin advertises.
+const ResourceName = "nvidia.com/gpu"
+
+// DefaultSocket is the plugin's socket name inside the device-plugins folder.
+const DefaultSocket = "gpunode-gpu.sock"
+
+// DefaultPollInterval is how often Run checks whether the kubelet restarted.
+const DefaultPollInterval = time.Second
+
+// HealthSource tells which GPUs are fit for workloads.
+type HealthSource interface {
+	// Health maps GPU UUID to healthy. A UUID the map lacks is healthy (nothing is known
+	// against it).
+	Health() map[string]bool
+	// Changed receives a value whenever Health may have changed.
+	Changed() <-chan struct{}
+}
+
+// Config configures a Plugin.
+type Config struct {
+	// Backend is the GPU port the devices are discovered through.
+	Backend gpu.Backend
+	// Health is the per-GPU health; required.
+	Health HealthSource
+	// Strategy is how Allocate hands GPUs to a container; StrategyEnvvar when empty.
+	Strategy Strategy
+	// Dir is the kubelet's device-plugins folder (it holds kubelet.sock);
+	// pluginapi.DevicePluginPath when empty.
+	Dir string
+	// Socket is the plugin's socket name inside Dir; DefaultSocket when empty.
+	Socket string
+	// ResourceName is the resource advertised; ResourceName when empty.
+	ResourceName string
+	// PollInterval is how often the kubelet's socket is checked; DefaultPollInterval when 0.
+	PollInterval time.Duration
+	// Log receives the plugin's events; discarded when nil.
+	Log *slog.Logger
+}
+
+// Plugin is the device plugin for one node's GPUs. Its gRPC methods are safe for
+// concurrent use.
+type Plugin struct {
+	pluginapi.UnimplementedDevicePluginServer
+
+	cfg     Config
+	devices []gpu.Device // by index
+	byUUID  map[string]gpu.Device
+
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced on every health change
+}
+
+// New discovers the GPUs through cfg.Backend and returns a plugin for them.
+func New(ctx context.Context, cfg Config) (*Plugin, error) {
+	if cfg.Backend == nil {
+		return nil, errors.New("device plugin: no GPU backend configured")
+	}
+	if cfg.Health == nil {
+		return nil, errors.New("device plugin: no health source configured")
+	}
+	if cfg.Strategy == "" {
+		cfg.Strategy = StrategyEnvvar
+	}
+	if !slices.Contains(Strategies(), cfg.Strategy) {
+		return nil, fmt.Errorf("device plugin: unknown strategy %q (known: %v)", cfg.Strategy, Strategies())
+	}
+	if cfg.Dir == "" {
+		cfg.Dir = pluginapi.DevicePluginPath
+	}
+	if cfg.Socket == "" {
+		cfg.Socket = DefaultSocket
+	}
+	if cfg.ResourceName == "" {
+		cfg.ResourceName = ResourceName
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = DefaultPollInterval
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	snap, err := cfg.Backend.Snapshot(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("device plugin: discover GPUs through %s: %w", cfg.Backend.Name(), err)
+	}
+	p := &Plugin{cfg: cfg, byUUID: map[string]gpu.Device{}, changed: make(chan struct{})}
+	for _, d := range snap.Devices {
+		if d.UUID == "" || d.Err(gpu.FieldUUID) != nil {
+			cfg.Log.Warn("device plugin: GPU without a UUID is not advertised", "index", d.Index)
+			continue
+		}
+		p.devices = append(p.devices, d)
+		p.byUUID[d.UUID] = d
+	}
+	slices.SortFunc(p.devices, func(a, b gpu.Device) int { return a.Index - b.Index })
+	return p, nil
+}
+
+// GetDevicePluginOptions tells the kubelet that GetPreferredAllocation is available.
+func (p *Plugin) GetDevicePluginOptions(context.Context, *pluginapi.Empty) (*pluginapi.DevicePluginOptions, error) {
+	return options(), nil
+}
+
+func options() *pluginapi.DevicePluginOptions {
+	return &pluginapi.DevicePluginOptions{GetPreferredAllocationAvailable: true}
+}
+
+// ListAndWatch sends the devices, then the devices again each time a health changes,
+// until the stream ends.
+func (p *Plugin) ListAndWatch(_ *pluginapi.Empty, s grpc.ServerStreamingServer[pluginapi.ListAndWatchResponse]) error {
+	var last []*pluginapi.Device
+	for {
+		wake := p.wake() // before reading health, so no change is missed
+		devs := p.list()
+		if last == nil || !sameHealth(last, devs) {
+			if err := s.Send(&pluginapi.ListAndWatchResponse{Devices: devs}); err != nil {
+				return fmt.Errorf("device plugin: send device list: %w", err)
+			}
+			last = devs
+		}
+		select {
+		case <-s.Context().Done():
+			return nil
+		case <-wake:
+		}
+	}
+}
+
+// PreStartContainer does nothing; the plugin does not ask for it.
+func (p *Plugin) PreStartContainer(context.Context, *pluginapi.PreStartContainerRequest) (*pluginapi.PreStartContainerResponse, error) {
+	return &pluginapi.PreStartContainerResponse{}, nil
+}
+
+// list is the devices with their current health, by index.
+func (p *Plugin) list() []*pluginapi.Device {
+	health := p.cfg.Health.Health()
+	out := make([]*pluginapi.Device, 0, len(p.devices))
+	for _, d := range p.devices {
+		out = append(out, &pluginapi.Device{ID: d.UUID, Health: healthString(health, d.UUID), Topology: topology(d)})
+	}
+	return out
+}
+
+func healthString(health map[string]bool, uuid string) string {
+	if ok, known := health[uuid]; known && !ok {
+		return pluginapi.Unhealthy
+	}
+	return pluginapi.Healthy
+}
+
+func topology(d gpu.Device) *pluginapi.TopologyInfo {
+	if d.NUMANode < 0 {
+		return nil
+	}
+	return &pluginapi.TopologyInfo{Nodes: []*pluginapi.NUMANode{{ID: int64(d.NUMANode)}}}
+}
+
+func sameHealth(a, b []*pluginapi.Device) bool {
+	return slices.EqualFunc(a, b, func(x, y *pluginapi.Device) bool { return x.ID == y.ID && x.Health == y.Health })
+}
+
+// wake returns a channel that is closed at the next health change.
+func (p *Plugin) wake() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.changed
+}
+
+// broadcast wakes every ListAndWatch stream.
+func (p *Plugin) broadcast() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// relay turns the health source's signals into broadcasts until ctx ends.
+func (p *Plugin) relay(ctx context.Context) {
+	src := p.cfg.Health.Changed()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-src:
+			p.broadcast()
+		}
+	}
+}
