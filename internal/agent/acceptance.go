@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpunode/gpunode/api/v1alpha1"
 	"github.com/gpunode/gpunode/internal/accept"
+	"github.com/gpunode/gpunode/internal/nodepolicy"
 	"github.com/gpunode/gpunode/internal/record"
 )
 
@@ -51,7 +52,7 @@ func (a *Agent) runAcceptance(ctx context.Context, gen int64, nodeLabels map[str
 	if err := a.cfg.Client.List(ctx, policies); err != nil {
 		return nil, fmt.Errorf("list GPUNodePolicies: %w", err)
 	}
-	gp, errs := SelectPolicy(policies.Items, nodeLabels)
+	gp, errs := nodepolicy.Select(nodeLabels, policies.Items)
 	for _, err := range errs {
 		a.cfg.Log.Warn("GPUNodePolicy ignored", "node", a.cfg.NodeName, "err", err)
 	}

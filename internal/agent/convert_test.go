@@ -61,36 +61,6 @@ func policy(name string, prio int32, match map[string]string) v1alpha1.GPUNodePo
 		Spec: v1alpha1.GPUNodePolicySpec{Priority: prio, NodeSelector: metav1.LabelSelector{MatchLabels: match}}}
 }
 
-func TestThePolicyOfANodeIsTheMatchingOneOfHighestPriorityThenFirstName(t *testing.T) {
-	bad := policy("bad", 9, nil)
-	bad.Spec.NodeSelector.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: "x", Operator: "Sideways"}}
-	cases := []struct {
-		name     string
-		policies []v1alpha1.GPUNodePolicy
-		want     string
-		wantErrs int
-	}{
-		{"no policy: none", nil, "", 0},
-		{"a policy for other nodes: none", []v1alpha1.GPUNodePolicy{policy("a", 0, map[string]string{"pool": "b"})}, "", 0},
-		{"an empty selector selects every node", []v1alpha1.GPUNodePolicy{policy("all", 0, nil)}, "all", 0},
-		{"the highest priority wins", []v1alpha1.GPUNodePolicy{policy("a", 1, nil), policy("z", 5, map[string]string{"pool": "a"})}, "z", 0},
-		{"equal priorities go to the first name", []v1alpha1.GPUNodePolicy{policy("m", 1, nil), policy("b", 1, nil)}, "b", 0},
-		{"a policy with a broken selector is skipped and reported", []v1alpha1.GPUNodePolicy{bad, policy("ok", 0, nil)}, "ok", 1},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			got, errs := agent.SelectPolicy(tc.policies, map[string]string{"pool": "a"})
-			name := ""
-			if got != nil {
-				name = got.Name
-			}
-			if name != tc.want || len(errs) != tc.wantErrs {
-				t.Errorf("selected %q with %d errors (%v), want %q with %d", name, len(errs), errs, tc.want, tc.wantErrs)
-			}
-		})
-	}
-}
-
 func TestAGPUNodePolicyBecomesTheAcceptancePolicyOfTheNodesClass(t *testing.T) {
 	temp, cgroup, ecc := int32(80), int32(1), false
 	gp := policy("fleet", 0, nil)

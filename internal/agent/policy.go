@@ -4,48 +4,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"slices"
-	"sort"
-
-	"k8s.io/apimachinery/pkg/apis/meta/v1"
-	klabels "k8s.io/apimachinery/pkg/labels"
 
 	"github.com/gpunode/gpunode/api/v1alpha1"
 	"github.com/gpunode/gpunode/internal/accept"
 	"github.com/gpunode/gpunode/internal/record"
 )
-
-// SelectPolicy picks the GPUNodePolicy that governs a node with nodeLabels: among the
-// policies whose node selector matches (an empty selector matches every node), the highest
-// priority wins and equal priorities go to the name that sorts first. It returns nil when
-// none matches. A policy whose selector cannot be parsed is skipped and named in the error
-// list (the others are still considered).
-func SelectPolicy(policies []v1alpha1.GPUNodePolicy, nodeLabels map[string]string) (*v1alpha1.GPUNodePolicy, []error) {
-	var errs []error
-	var matching []*v1alpha1.GPUNodePolicy
-	for i := range policies {
-		p := &policies[i]
-		sel, err := v1.LabelSelectorAsSelector(&p.Spec.NodeSelector)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("GPUNodePolicy %q: node selector: %w", p.Name, err))
-			continue
-		}
-		if sel.Matches(klabels.Set(nodeLabels)) {
-			matching = append(matching, p)
-		}
-	}
-	if len(matching) == 0 {
-		return nil, errs
-	}
-	sort.Slice(matching, func(i, j int) bool {
-		if matching[i].Spec.Priority != matching[j].Spec.Priority {
-			return matching[i].Spec.Priority > matching[j].Spec.Priority
-		}
-		return matching[i].Name < matching[j].Name
-	})
-	return matching[0], errs
-}
 
 // AcceptPolicy converts a GPUNodePolicy into the acceptance engine's policy for a node of
 // accelerator class class: accept.DefaultPolicy overridden by every field the policy sets,

@@ -10,10 +10,8 @@ import (
 	"slices"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-
 	v1alpha1 "github.com/gpunode/gpunode/api/v1alpha1"
+	"github.com/gpunode/gpunode/internal/nodepolicy"
 )
 
 // AnnotationBasis is the GPUNode annotation recording what the latest acceptance request
@@ -47,33 +45,11 @@ const (
 	ReasonRecordMismatch      = "RecordMismatch"
 )
 
-// SelectPolicy returns the policy that governs a Node with nodeLabels: among the policies
-// whose nodeSelector matches (an empty selector matches every node), the highest priority
-// wins and equal priorities go to the name that sorts first. It returns nil when none
-// matches. Policies being deleted are ignored; a policy whose selector cannot be parsed is
-// ignored too, and named in the returned error (the selection among the others stands).
+// SelectPolicy returns the policy that governs a Node with nodeLabels (the rule is
+// nodepolicy.Select's, shared with the agent), with the unusable policies joined into one error.
 func SelectPolicy(nodeLabels map[string]string, policies []v1alpha1.GPUNodePolicy) (*v1alpha1.GPUNodePolicy, error) {
-	var best *v1alpha1.GPUNodePolicy
-	var errs []error
-	for i := range policies {
-		p := &policies[i]
-		if p.DeletionTimestamp != nil {
-			continue
-		}
-		sel, err := metav1.LabelSelectorAsSelector(&p.Spec.NodeSelector)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("GPUNodePolicy %q: nodeSelector: %w", p.Name, err))
-			continue
-		}
-		if !sel.Matches(labels.Set(nodeLabels)) {
-			continue
-		}
-		if best == nil || p.Spec.Priority > best.Spec.Priority ||
-			(p.Spec.Priority == best.Spec.Priority && p.Name < best.Name) {
-			best = p
-		}
-	}
-	return best, errors.Join(errs...)
+	p, errs := nodepolicy.Select(nodeLabels, policies)
+	return p, errors.Join(errs...)
 }
 
 // Basis is what an acceptance request is made for: a difference between the basis of the
