@@ -256,8 +256,10 @@ func TestAPolicyChangeAsksForAcceptanceAgain(t *testing.T) {
 	if err != nil {
 		t.Fatalf("changing the policy: %v", err)
 	}
+	// The request (spec) and its condition (status) are two writes: wait for both.
 	gn := waitGPUNode(t, c, "node-change", "acceptance to be requested again", func(gn *v1alpha1.GPUNode) bool {
-		return gn.Spec.AcceptanceGeneration == 2
+		r := condition(gn, ConditionAcceptanceRequested).Reason
+		return gn.Spec.AcceptanceGeneration == 2 && (r == ReasonPolicyChanged || r == ReasonPending)
 	})
 	if want := `policy "change-fleet" changed`; gn.Spec.AcceptanceReason != want {
 		t.Errorf("acceptance reason = %q, want %q", gn.Spec.AcceptanceReason, want)
