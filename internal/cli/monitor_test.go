@@ -33,7 +33,7 @@ func TestMonitorTurnsEachExampleScenarioIntoItsFindings(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := execute(t, "monitor", "--sim", "../../examples/scenarios/"+tc.scenario, "--sim-elapsed", "30m",
-				"--duration", "400ms", "--interval", "100ms", "--json")
+				"--duration", "1500ms", "--interval", "100ms", "--json")
 			if r.code != ExitFail {
 				t.Fatalf("exit %d, want %d (a GPU is unhealthy); stderr %s", r.code, ExitFail, r.stderr)
 			}
