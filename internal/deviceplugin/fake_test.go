@@ -122,21 +122,30 @@ type harness struct {
 
 func startPlugin(t *testing.T, strategy Strategy) *harness {
 	t.Helper()
+	backend, err := sim.Load("h100x8")
+	if err != nil {
+		t.Fatalf("sim h100x8: %v", err)
+	}
+	fh := newFakeHealth()
+	h := startPluginWith(t, strategy, backend, fh)
+	h.health = fh
+	return h
+}
+
+// startPluginWith runs a plugin for backend with the given health source behind a fake kubelet.
+func startPluginWith(t *testing.T, strategy Strategy, backend gpu.Backend, health HealthSource) *harness {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "dp")
 	if err != nil {
 		t.Fatalf("temp dir: %v", err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	backend, err := sim.Load("h100x8")
-	if err != nil {
-		t.Fatalf("sim h100x8: %v", err)
-	}
 	snap, err := backend.Snapshot(t.Context())
 	if err != nil {
 		t.Fatalf("sim snapshot: %v", err)
 	}
-	h := &harness{kubelet: startKubelet(t, dir), health: newFakeHealth(), devices: snap.Devices}
-	h.plugin, err = New(t.Context(), Config{Backend: backend, Health: h.health, Strategy: strategy,
+	h := &harness{kubelet: startKubelet(t, dir), devices: snap.Devices}
+	h.plugin, err = New(t.Context(), Config{Backend: backend, Health: health, Strategy: strategy,
 		Dir: dir, PollInterval: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatalf("New: %v", err)
