@@ -68,6 +68,9 @@ type Config struct {
 	Clock func() time.Time
 	// Log (default: discard).
 	Log *slog.Logger
+	// OnHealthChange is called (never blocking the caller for long) when a new finding may
+	// have changed a GPU's health: the device plugin pushes Unhealthy to the kubelet.
+	OnHealthChange func()
 	// Tool identifies the build in the records (default buildinfo.Get()).
 	Tool *buildinfo.Info
 }
@@ -131,6 +134,9 @@ func New(cfg Config) (*Agent, error) {
 			if isNew {
 				a.poke()
 			}
+			if cfg.OnHealthChange != nil {
+				cfg.OnHealthChange()
+			}
 		}})
 	if err != nil {
 		return nil, err
@@ -138,6 +144,9 @@ func New(cfg Config) (*Agent, error) {
 	a.mon = m
 	return a, nil
 }
+
+// Health is every GPU's health as the agent's monitor sees it.
+func (a *Agent) Health() []monitor.GPUHealth { return a.mon.Health() }
 
 // poke asks for a round now (a new finding changed a GPU's health).
 func (a *Agent) poke() {

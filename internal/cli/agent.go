@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,6 +19,7 @@ import (
 	"github.com/gpunode/gpunode/api/v1alpha1"
 	"github.com/gpunode/gpunode/internal/accept"
 	"github.com/gpunode/gpunode/internal/agent"
+	"github.com/gpunode/gpunode/internal/deviceplugin"
 	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/gpu/sim"
 	"github.com/gpunode/gpunode/internal/host"
@@ -28,10 +30,13 @@ import (
 )
 
 type agentOptions struct {
-	facts        factOptions
-	kubeconfig   string
-	interval     time.Duration
-	labelMapping string
+	facts          factOptions
+	kubeconfig     string
+	interval       time.Duration
+	labelMapping   string
+	devicePlugin   bool
+	pluginDir      string
+	pluginStrategy string
 }
 
 func newAgentCommand() *cobra.Command {
@@ -67,6 +72,9 @@ The node name comes from --node-name or $NODE_NAME (the downward API's spec.node
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else the in-cluster service account)")
 	fs.DurationVar(&o.interval, "interval", 30*time.Second, "how often the status is published and the GPUs are polled")
 	fs.StringVar(&o.labelMapping, "label-mapping", "", "accelerator-class mapping YAML that extends or overrides the built-in one")
+	fs.BoolVar(&o.devicePlugin, "device-plugin", false, "also serve the kubelet device plugin for nvidia.com/gpu, with each GPU's health from the health monitor (replaces NVIDIA's device plugin: run only one)")
+	fs.StringVar(&o.pluginDir, "device-plugin-dir", "/var/lib/kubelet/device-plugins", "the kubelet's device-plugins folder")
+	fs.StringVar(&o.pluginStrategy, "device-plugin-strategy", string(deviceplugin.StrategyEnvvar), "how allocated GPUs reach the container: envvar (NVIDIA_VISIBLE_DEVICES) or cdi-cri (CDI device names)")
 	return cmd
 }
 
@@ -98,8 +106,18 @@ func runAgent(ctx context.Context, o *agentOptions, errOut io.Writer) error {
 		return err
 	}
 	defer func() { _ = backend.Close() }()
-	a, err := agent.New(agent.Config{
+	var health *deviceplugin.MonitorSource
+	var a *agent.Agent
+	if o.devicePlugin {
+		health = deviceplugin.NewMonitorSource(func() []monitor.GPUHealth { return a.Health() })
+	}
+	a, err = agent.New(agent.Config{
 		NodeName: node, Client: c, Backend: backend, Mapping: mapping, Interval: o.interval,
+		OnHealthChange: func() {
+			if health != nil {
+				health.Notify()
+			}
+		},
 		Host: func(devs []gpu.Device) (*host.Reader, error) {
 			return o.facts.hostReader(&accept.Facts{GPU: &gpu.Snapshot{Devices: devs}})
 		},
@@ -111,7 +129,22 @@ func runAgent(ctx context.Context, o *agentOptions, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return a.Run(ctx)
+	if !o.devicePlugin {
+		return a.Run(ctx)
+	}
+	plugin, err := deviceplugin.New(ctx, deviceplugin.Config{Backend: backend, Health: health,
+		Strategy: deviceplugin.Strategy(o.pluginStrategy), Dir: o.pluginDir})
+	if err != nil {
+		return usageError(fmt.Errorf("--device-plugin: %w", err))
+	}
+	// The plugin stops with the agent, whichever way the agent's loop ends.
+	pluginCtx, stopPlugin := context.WithCancel(ctx)
+	defer stopPlugin()
+	pluginDone := make(chan error, 1)
+	go func() { pluginDone <- plugin.Run(pluginCtx) }()
+	err = a.Run(ctx)
+	stopPlugin()
+	return errors.Join(err, <-pluginDone)
 }
 
 // agentKernelSource is the health monitor's kernel log: the simulated GPUs' own, the live

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -21,6 +22,8 @@ func TestAgentUsageErrorsExitTwoNamingTheProblem(t *testing.T) {
 			[]string{"--kubeconfig", "no such file"}},
 		{"an unknown sim preset", []string{"agent", "--node-name", "n1", "--sim", "h900x8", "--kubeconfig", unreachableKubeconfig(t)},
 			[]string{`unknown sim preset "h900x8"`}},
+		{"an unknown device-plugin strategy", []string{"agent", "--node-name", "n1", "--sim", "h100x8", "--kubeconfig", unreachableKubeconfig(t),
+			"--device-plugin", "--device-plugin-strategy", "bogus"}, []string{"--device-plugin", "bogus"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -62,4 +65,42 @@ users:
 - name: u
   user: {token: t}
 `)
+}
+
+// With --device-plugin the agent also serves the kubelet device plugin: its socket appears in
+// the device-plugins folder (the kubelet is absent here, so registration is retried) and is
+// removed when the agent stops.
+func TestTheAgentServesTheDevicePluginWhenAsked(t *testing.T) {
+	dir, err := os.MkdirTemp("", "dp") // short: unix socket paths are limited to 108 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	var out, errOut bytes.Buffer
+	go func() {
+		done <- Execute(ctx, []string{"agent", "--node-name", "n1", "--sim", "h100x8", "--interval", "100ms",
+			"--kubeconfig", unreachableKubeconfig(t), "--device-plugin", "--device-plugin-dir", dir}, &out, &errOut)
+	}()
+	sock := filepath.Join(dir, "gpunode-gpu.sock")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			<-done
+			t.Fatalf("no plugin socket %s within 10 s; stderr:\n%s", sock, errOut.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if code := <-done; code != ExitOK {
+		t.Fatalf("exit %d; stderr:\n%s", code, errOut.String())
+	}
+	if _, err := os.Stat(sock); !os.IsNotExist(err) {
+		t.Errorf("the plugin socket is left behind after the agent stopped (%v)", err)
+	}
 }
