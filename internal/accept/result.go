@@ -2,7 +2,10 @@
 // a pure function of (facts, policy), run in order into a Report.
 package accept
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Layer is one acceptance layer (seed 000 §11, plus L0 for the host itself).
 type Layer string
@@ -42,21 +45,11 @@ var NodeLocalLayers = []Layer{LayerHost, LayerHardware}
 // ParseLayer converts a user's spelling ("host", "L0", "hardware", "l1") into a Layer.
 func ParseLayer(s string) (Layer, error) {
 	for _, l := range NodeLocalLayers {
-		if s == string(l) || s == l.Code() || s == lower(l.Code()) {
+		if s == string(l) || strings.EqualFold(s, l.Code()) {
 			return l, nil
 		}
 	}
 	return "", fmt.Errorf("unknown layer %q (want one of: host (L0), hardware (L1))", s)
-}
-
-func lower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c >= 'A' && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
 }
 
 // Status is a check's verdict.

@@ -121,11 +121,12 @@ func runAccept(ctx context.Context, o *acceptOptions, out, errOut io.Writer) err
 	// The policy's cache folders are checked as well as those given with --cache-dir.
 	o.facts.cacheDirs = append(o.facts.cacheDirs, pol.Host.CacheDirs...)
 	prog := newProgress(errOut, o.quiet)
-	facts, closeFn, err := gather(ctx, &o.facts, prog)
-	defer closeFn()
+	g, err := gather(ctx, &o.facts, prog)
 	if err != nil {
 		return err
 	}
+	defer g.Close()
+	facts := g.Facts
 	rep, err := accept.Run(ctx, facts, &pol, time.Now, prog)
 	if err != nil {
 		return err

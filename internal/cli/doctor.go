@@ -82,20 +82,20 @@ func runDoctor(ctx context.Context, o *doctorOptions, out io.Writer) error {
 // gatherDoctor collects the facts: NVML, the host (through its root), the kernel log and
 // the metrics endpoint.
 func gatherDoctor(ctx context.Context, o *doctorOptions) (*doctor.Facts, error) {
-	af, closeFn, err := gather(ctx, &o.facts, newProgress(io.Discard, true))
-	defer closeFn()
+	g, err := gather(ctx, &o.facts, newProgress(io.Discard, true))
 	if err != nil {
 		return nil, err
 	}
+	defer g.Close()
+	af := g.Facts
 	f := &doctor.Facts{NVMLErr: af.GPUErr, Host: af.Host, HostErr: af.HostErr}
 	if af.GPU != nil {
 		f.GPUs = len(af.GPU.Devices)
 	}
-	hr, err := o.facts.hostReader(af)
-	if err != nil {
-		return nil, err
+	root := g.Root
+	if root == nil {
+		return nil, fmt.Errorf("no host root: %w", af.HostErr)
 	}
-	root := hr.Root
 	f.Modules, f.ModulesErr = loadedModules(root)
 	if b, err := fs.ReadFile(root, "proc/driver/nvidia/version"); err == nil {
 		f.DriverVersionFile = string(b)
@@ -107,7 +107,7 @@ func gatherDoctor(ctx context.Context, o *doctorOptions) (*doctor.Facts, error) 
 			}
 		}
 	}
-	f.KernelLog, f.KernelLogErr = o.facts.kernelMessagesFor(ctx, af)
+	f.KernelLog, f.KernelLogErr = g.Kernel, g.KernelErr
 	if af.Host != nil && af.Host.Containerd.Config != nil {
 		f.RuntimeBinaryExists = map[string]bool{}
 		for _, r := range af.Host.Containerd.Config.Runtimes {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 
 	"github.com/spf13/pflag"
@@ -49,22 +50,35 @@ func (o *factOptions) nodeName() string {
 	return "unknown"
 }
 
-// gather reads every fact: GPUs, then the host (which needs the GPUs' bus ids), then the
-// kernel log. Only a usage error (a bad scenario file) stops it; anything else becomes a
-// fact that a check reports.
-func gather(ctx context.Context, o *factOptions, p *progress) (*accept.Facts, func(), error) {
+// gathered is what gather read: the facts the checks look at, and what other commands
+// need from the same read (the host's root, the kernel log's lines).
+type gathered struct {
+	Facts *accept.Facts
+	// Root is the host root the facts were read under (nil when no host reader).
+	Root fs.FS
+	// Kernel is the kernel log, line by line; KernelErr says why it could not be read.
+	Kernel    []string
+	KernelErr error
+	// Close releases the GPU backend.
+	Close func()
+}
+
+// gather reads every fact once: GPUs, then the host (which needs the GPUs' bus ids), then
+// the kernel log. Only a usage error (a bad scenario or log file) stops it; anything else
+// becomes a fact that a check reports. On error nothing is left open.
+func gather(ctx context.Context, o *factOptions, p *progress) (*gathered, error) {
 	f := &accept.Facts{Node: o.nodeName()}
-	closeFn := func() {}
+	g := &gathered{Facts: f, Close: func() {}}
 
 	p.step("reading GPUs")
 	backend, err := o.gpu.openBackend()
 	if err != nil {
 		if exitCode(err) == ExitUsage {
-			return nil, closeFn, err
+			return nil, err
 		}
 		f.GPUErr = err
 	} else {
-		closeFn = func() { _ = backend.Close() }
+		g.Close = func() { _ = backend.Close() }
 		f.GPU, f.GPUErr = backend.Snapshot(ctx)
 	}
 	p.stepDone("GPUs", f.GPUErr)
@@ -78,17 +92,20 @@ func gather(ctx context.Context, o *factOptions, p *progress) (*accept.Facts, fu
 	if err != nil {
 		f.HostErr = err
 	} else {
+		g.Root = hr.Root
 		f.Host, f.HostErr = hr.Read(ctx, host.Options{CacheDirs: o.cacheDirs}, refs)
 	}
 	p.stepDone("host facts", f.HostErr)
 
 	p.step("reading the kernel log")
-	f.XIDs, f.KernelLogErr = o.readXIDs(ctx, backend)
-	if exitCode(f.KernelLogErr) == ExitUsage {
-		return nil, closeFn, f.KernelLogErr
+	g.Kernel, g.KernelErr = o.kernelMessages(ctx, backend)
+	if exitCode(g.KernelErr) == ExitUsage {
+		g.Close()
+		return nil, g.KernelErr
 	}
+	f.XIDs, f.KernelLogErr = scanXIDs(g.Kernel), g.KernelErr
 	p.stepDone(fmt.Sprintf("kernel log (%d XID events)", len(f.XIDs)), f.KernelLogErr)
-	return f, closeFn, nil
+	return g, nil
 }
 
 // hostReader reads the real host, or with --sim and no --host-root a simulated one that

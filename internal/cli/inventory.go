@@ -77,11 +77,12 @@ func runInventory(ctx context.Context, o *inventoryOptions, out, errOut io.Write
 		mapping = m
 	}
 	quiet := o.quiet || o.json || o.labels
-	f, closeFn, err := gather(ctx, &o.facts, newProgress(errOut, quiet))
-	defer closeFn()
+	g, err := gather(ctx, &o.facts, newProgress(errOut, quiet))
 	if err != nil {
 		return err
 	}
+	defer g.Close()
+	f := g.Facts
 	lbls := nodeLabels(f, mapping)
 	switch {
 	case o.labels:

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/gpunode/gpunode/internal/accept"
 	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/gpu/sim"
 	"github.com/gpunode/gpunode/internal/kmsg"
@@ -19,13 +18,21 @@ func (o *factOptions) readXIDs(ctx context.Context, b gpu.Backend) ([]xid.Event,
 	if err != nil {
 		return nil, err
 	}
+	return scanXIDs(msgs), nil
+}
+
+// scanXIDs finds the XID reports in kernel-log lines with the same scanner the health
+// monitor uses (a message can span lines; the driver's own lines map PCI to UUID).
+func scanXIDs(lines []string) []xid.Event {
+	var sc xid.Scanner
 	var out []xid.Event
-	for _, m := range msgs {
-		if ev, ok := xid.ParseLine(m); ok {
+	for _, l := range lines {
+		if ev, ok := sc.Line(l); ok {
 			out = append(out, ev)
 		}
 	}
-	return out, nil
+	sc.Devices().Attribute(out)
+	return out
 }
 
 // kernelMessages returns the kernel log since boot: the simulated GPUs' own log, the live
@@ -84,18 +91,4 @@ func readTextLog(path string) ([]string, error) {
 		return out, fmt.Errorf("kernel log %s: %w", path, err)
 	}
 	return out, nil
-}
-
-// kernelMessagesFor reads the kernel log for commands that gathered facts already.
-func (o *factOptions) kernelMessagesFor(ctx context.Context, f *accept.Facts) ([]string, error) {
-	var b gpu.Backend
-	if o.gpu.sim != "" && f.GPU != nil {
-		sb, err := o.gpu.openBackend()
-		if err != nil {
-			return nil, err
-		}
-		defer func() { _ = sb.Close() }()
-		b = sb
-	}
-	return o.kernelMessages(ctx, b)
 }
