@@ -7,8 +7,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
+
+	"github.com/gpunode/gpunode/internal/atomicfile"
 )
 
 // ErrBadCursor is wrapped by every error about a cursor file that exists but cannot be
@@ -60,42 +61,13 @@ func LoadCursor(path string) (c Cursor, ok bool, err error) {
 // SaveCursor writes c to path atomically: a temporary file in the same directory is
 // written and fsynced, renamed over path, and the directory is fsynced, so a crash leaves
 // either the old cursor or the new one, never a torn file.
-func SaveCursor(path string, c Cursor) (err error) {
+func SaveCursor(path string, c Cursor) error {
 	data, err := json.Marshal(cursorFile{Version: cursorVersion, Cursor: c})
 	if err != nil {
 		return fmt.Errorf("kernel-log cursor %s: %w", path, err)
 	}
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("kernel-log cursor %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	_, werr := tmp.Write(append(data, '\n'))
-	serr := tmp.Sync()
-	cerr := tmp.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
-		return fmt.Errorf("kernel-log cursor %s: write %s: %w", path, tmp.Name(), err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("kernel-log cursor %s: %w", path, err)
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("kernel-log cursor directory %s: %w", dir, err)
-	}
-	serr := d.Sync()
-	cerr := d.Close()
-	if err := errors.Join(serr, cerr); err != nil {
-		return fmt.Errorf("kernel-log cursor directory %s: fsync: %w", dir, err)
+	if err := atomicfile.WriteFile(path, append(data, '\n'), 0o600); err != nil {
+		return fmt.Errorf("kernel-log cursor: %w", err)
 	}
 	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/gpunode/gpunode/internal/atomicfile"
 )
 
 // Files are the paths a record was written to.
@@ -53,37 +55,7 @@ func Write(dir string, r *Record) (Files, error) {
 	return files, nil
 }
 
-// WriteFileAtomic writes data to path through a synced temporary file and a rename.
-func WriteFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			_ = tmp.Close()
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = tmp.Chmod(perm); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	// Sync the folder so the rename itself survives a crash.
-	if d, derr := os.Open(filepath.Dir(path)); derr == nil {
-		_ = d.Sync()
-		_ = d.Close()
-	}
-	return nil
+// WriteFileAtomic writes data to path atomically (atomicfile.WriteFile).
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	return atomicfile.WriteFile(path, data, perm)
 }
