@@ -18,7 +18,7 @@ const (
 )
 
 // Layer is an acceptance layer (internal/accept.Layer).
-// +kubebuilder:validation:Enum=host;hardware;kubernetes;container;interconnect;frameworks
+// +kubebuilder:validation:Enum=host;hardware;kubernetes;container;interconnect;performance;frameworks
 type Layer string
 
 // CheckStatus is a check's verdict (internal/accept.Status).

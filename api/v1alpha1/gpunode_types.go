@@ -23,6 +23,7 @@ const (
 )
 
 // GPUNodeSpec is what the controller asks of the node's agent.
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.remediation) || (has(self.remediation) && self.remediation.id >= oldSelf.remediation.id)",message="spec.remediation.id never goes down and the request is never removed"
 type GPUNodeSpec struct {
 	// NodeName is the Kubernetes Node this object describes; the GPUNode has the same name.
 	// +kubebuilder:validation:MinLength=1
@@ -40,6 +41,10 @@ type GPUNodeSpec struct {
 	// +kubebuilder:validation:MaxLength=256
 	// +optional
 	AcceptanceReason string `json:"acceptanceReason,omitempty"`
+	// Remediation is the step the controller asks the agent to carry out; the agent
+	// answers in status.remediationAnswer with the same ID.
+	// +optional
+	Remediation *RemediationRequest `json:"remediation,omitempty"`
 }
 
 // GPUNodeStatus is the node as its agent sees it, and its place in the lifecycle as the
@@ -90,6 +95,12 @@ type GPUNodeStatus struct {
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Remediation is the controller's record of isolating and recovering the node.
+	// +optional
+	Remediation *RemediationStatus `json:"remediation,omitempty"`
+	// RemediationAnswer is the agent's answer to spec.remediation.
+	// +optional
+	RemediationAnswer *RemediationAnswer `json:"remediationAnswer,omitempty"`
 }
 
 // Inventory is the node's GPUs, as the agent found them.

@@ -31,6 +31,9 @@ type GPUNodePolicySpec struct {
 	// Acceptance is which layers run and with what thresholds.
 	// +optional
 	Acceptance AcceptanceSettings `json:"acceptance,omitzero"`
+	// Remediation is how the pool's faulty nodes are isolated and recovered.
+	// +optional
+	Remediation RemediationPolicy `json:"remediation,omitzero"`
 }
 
 // ClassExpectation is the hardware one accelerator class must have (accept.Expect).
@@ -211,6 +214,9 @@ type GPUNodePolicyStatus struct {
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Breaker is set while the pool's circuit breaker is tripped.
+	// +optional
+	Breaker *BreakerStatus `json:"breaker,omitempty"`
 }
 
 // GPUNodePolicy selects GPU nodes and says what they must be and how they are accepted.

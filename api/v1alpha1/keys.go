@@ -16,6 +16,9 @@ const (
 	AnnotationHolds = "gpunode.dev/holds"
 	// AnnotationRelease asks the owner of the named hold (or "maintenance") to release it.
 	AnnotationRelease = "gpunode.dev/release"
+	// AnnotationResumeRemediation, on a GPUNodePolicy, resumes automation after the pool's
+	// circuit breaker tripped: its value is an RFC 3339 time later than the trip.
+	AnnotationResumeRemediation = "gpunode.dev/resume-remediation"
 
 	// LabelAcceleratorClass and the other platform labels are written by the agent.
 	LabelAcceleratorClass = "gpunode.dev/accelerator-class"

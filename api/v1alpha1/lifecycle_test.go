@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -120,6 +122,16 @@ func TestAGPUNodePolicyWithEveryFieldSetIsStoredAsWritten(t *testing.T) {
 					MinShmMiB: i64(1024), MinFreePercent: i32(15), CacheDirs: []string{"/var/cache/models"}, TimeSync: &yes,
 					NVIDIARuntime: "require", KubeletReservations: "warn", GPUNUMALocal: &yes},
 			},
+			Remediation: v1alpha1.RemediationPolicy{
+				Steps: []v1alpha1.StepPolicy{{Step: v1alpha1.StepResetGPU, MaxAttempts: 2,
+					Window: &metav1.Duration{Duration: time.Hour}, Timeout: &metav1.Duration{Duration: 5 * time.Minute},
+					Backoff: &metav1.Duration{Duration: time.Minute}, Command: []string{"nvidia-smi", "--gpu-reset", "-i", "{gpu}"}},
+					{Step: v1alpha1.StepPowerCycle, Disabled: true}},
+				Budget:            &v1alpha1.BudgetPolicy{MaxUnavailable: ptr.To(intstr.FromString("10%")), FailureDomainKey: "topology.kubernetes.io/zone"},
+				Breaker:           &v1alpha1.BreakerPolicy{Threshold: ptr.To(intstr.FromInt32(5)), Window: &metav1.Duration{Duration: 10 * time.Minute}},
+				DrainTimeout:      &metav1.Duration{Duration: 10 * time.Minute},
+				DriverPodSelector: &v1alpha1.PodSelector{Namespace: "gpu-operator", Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "nvidia-driver-daemonset"}}},
+			},
 		},
 	}
 	want := p.Spec.DeepCopy()
@@ -133,5 +145,44 @@ func TestAGPUNodePolicyWithEveryFieldSetIsStoredAsWritten(t *testing.T) {
 	// Zero thresholds are kept: they mean "none allowed", not "default".
 	if !equality.Semantic.DeepEqual(got.Spec, *want) {
 		t.Errorf("spec read back differs:\n got %+v\nwant %+v", got.Spec, *want)
+	}
+}
+
+func TestARemediationRequestIDOnlyGoesUp(t *testing.T) {
+	_, c := testenv.Start(t)
+	n := gpuNode("node-remediation-id")
+	n.Spec.Remediation = &v1alpha1.RemediationRequest{ID: 2, Step: v1alpha1.StepCaptureEvidence}
+	if err := c.Create(t.Context(), n); err != nil {
+		t.Fatalf("creating GPUNode: %v", err)
+	}
+	tests := []struct {
+		name   string
+		change func(*v1alpha1.GPUNode)
+		want   string // empty: accepted
+	}{
+		{"a request with a higher ID is accepted", func(n *v1alpha1.GPUNode) {
+			n.Spec.Remediation = &v1alpha1.RemediationRequest{ID: 3, Step: v1alpha1.StepResetGPU, GPUs: []string{"GPU-a"}}
+		}, ""},
+		{"a request with a lower ID is refused", func(n *v1alpha1.GPUNode) { n.Spec.Remediation.ID = 1 }, "never goes down"},
+		{"removing the request is refused", func(n *v1alpha1.GPUNode) { n.Spec.Remediation = nil }, "never removed"},
+		{"a step the agent does not carry out is refused", func(n *v1alpha1.GPUNode) {
+			n.Spec.Remediation = &v1alpha1.RemediationRequest{ID: 9, Step: v1alpha1.StepRestartApp}
+		}, "the agent carries out"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var cur v1alpha1.GPUNode
+			if err := c.Get(t.Context(), client.ObjectKeyFromObject(n), &cur); err != nil {
+				t.Fatalf("reading GPUNode: %v", err)
+			}
+			tt.change(&cur)
+			err := c.Update(t.Context(), &cur)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("update error = %v, want none", err)
+			case tt.want != "" && (!apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("update error = %v, want Invalid: %s", err, tt.want)
+			}
+		})
 	}
 }
