@@ -73,6 +73,14 @@ type Config struct {
 	OnHealthChange func()
 	// Tool identifies the build in the records (default buildinfo.Get()).
 	Tool *buildinfo.Info
+	// Steps carries out the controller's reset, reboot and power-cycle requests; nil:
+	// every request is answered Refused.
+	Steps Steps
+	// Evidence writes the evidence bundle a capture-evidence request asks for; nil: refused.
+	Evidence EvidenceWriter
+	// Journal keeps the step in flight across restarts (a reboot); nil: not kept, and a
+	// reboot's answer cannot be written after the boot.
+	Journal Journal
 }
 
 // Agent runs the node agent's loop. Make one with New and call Run once.
@@ -85,6 +93,7 @@ type Agent struct {
 	last      *v1alpha1.AcceptanceSummary // what status.lastAcceptance is (or will be)
 	pending   *v1alpha1.AcceptanceRecord  // a run whose record is not created yet
 	condition *metav1.Condition           // the GPUHealthy condition as published
+	answer    *v1alpha1.RemediationAnswer // what status.remediationAnswer is (or will be)
 	published published
 }
 

@@ -41,6 +41,7 @@ func (a *Agent) round(ctx context.Context) error {
 	if err := a.applyLabels(ctx, lbls, resync); err != nil {
 		return err
 	}
+	a.remediate(ctx, gn) // before the status: a step changes GPU health
 	st := observedStatus(facts, lbls, a.mon.Health(), node.Status.NodeInfo.KubeletVersion)
 	selectable := maps.Clone(node.Labels)
 	if selectable == nil {
@@ -49,6 +50,7 @@ func (a *Agent) round(ctx context.Context) error {
 	maps.Copy(selectable, lbls)
 	accErr := a.acceptance(ctx, gn, selectable, st.AcceleratorClass)
 	st.LastAcceptance = a.last
+	st.RemediationAnswer = a.answer
 	st.Conditions = []metav1.Condition{a.conditionNow(healthCondition(facts, &st, gn.Generation))}
 	if err := a.applyStatus(ctx, st, resync); err != nil {
 		return errors.Join(accErr, err)
@@ -65,6 +67,7 @@ func (a *Agent) ensure(ctx context.Context) (*v1alpha1.GPUNode, error) {
 	if err == nil {
 		if !a.ensured {
 			a.last = gn.Status.LastAcceptance.DeepCopy()
+			a.answer = gn.Status.RemediationAnswer.DeepCopy()
 			a.condition = meta.FindStatusCondition(gn.Status.Conditions, v1alpha1.ConditionGPUHealthy)
 			a.ensured = true
 		}
@@ -86,7 +89,7 @@ func (a *Agent) ensure(ctx context.Context) (*v1alpha1.GPUNode, error) {
 		return nil, fmt.Errorf("create GPUNode %q: %w", name, err)
 	}
 	a.cfg.Log.Info("created GPUNode and held the node until accepted", "node", name)
-	a.last, a.pending, a.condition, a.ensured = nil, nil, nil, true
+	a.last, a.pending, a.condition, a.answer, a.ensured = nil, nil, nil, nil, true
 	a.published = published{}
 	return gn, nil
 }

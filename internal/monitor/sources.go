@@ -27,16 +27,20 @@ func FollowKmsg(f *kmsg.Follower) KernelSource {
 }
 
 // SimKernel follows a simulated node's kernel log, checking for new lines every interval
-// (its lines appear when their fault's time comes, or when a fault is injected).
+// (its lines appear when their fault's time comes, or when a fault is injected); after a
+// simulated reboot it follows the new boot's log from its start.
 func SimKernel(b *sim.Backend, every time.Duration) KernelSource {
 	if every <= 0 {
 		every = 50 * time.Millisecond
 	}
 	return func(ctx context.Context, emit func(KernelLine)) error {
-		seen := 0
+		seen, boot := 0, b.BootID()
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
+			if id := b.BootID(); id != boot { // a reboot: the kernel log starts over
+				seen, boot = 0, id
+			}
 			lines := b.KernelLog()
 			for _, l := range lines[min(seen, len(lines)):] {
 				emit(KernelLine{Time: l.Time, Text: l.Text})

@@ -31,6 +31,10 @@ const (
 	FaultSlowBandwidth   FaultType = "slow-bandwidth"
 	FaultSlowCompute     FaultType = "slow-compute"
 	FaultKernelLog       FaultType = "kernel-log"
+	// FaultGPUReset and FaultNodeReboot are recoveries, not faults: what a remediation
+	// step did (see recover.go). They are scenario entries so that a replay shows them.
+	FaultGPUReset   FaultType = "gpu-reset"
+	FaultNodeReboot FaultType = "node-reboot"
 )
 
 // defaultThrottleTempC is the temperature of a thermal-throttle fault that names none.
@@ -56,6 +60,8 @@ var faultFields = []struct {
 	{FaultSlowBandwidth, []string{"factor"}},
 	{FaultSlowCompute, []string{"factor"}},
 	{FaultKernelLog, []string{"message"}},
+	{FaultGPUReset, nil},
+	{FaultNodeReboot, nil},
 }
 
 // FaultTypes lists every fault type.
@@ -178,6 +184,9 @@ func checkFault(f Fault, devs []gpu.Device) *problem {
 	}
 	if strings.ContainsAny(f.Message, "\r\n") {
 		return &problem{"message", "message must be a single line"}
+	}
+	if f.Type == FaultNodeReboot {
+		return nil // the whole node: no GPU
 	}
 	if f.Type == FaultKernelLog {
 		if strings.TrimSpace(f.Message) == "" {

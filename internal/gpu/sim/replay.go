@@ -19,6 +19,8 @@ type state struct {
 	headed []bool // the driver has printed the GPU's PCI→UUID header
 	perf   []perf
 	lines  []KernelLine
+	base   []gpu.Device // what a reset or a reboot restores
+	boots  int          // node reboots replayed
 }
 
 // replay applies, in order, every fault whose time has come (At <= elapsed) to a copy of
@@ -29,6 +31,7 @@ func replay(base []gpu.Device, faults []Fault, start time.Time, elapsed time.Dur
 		lost:   make([]bool, len(base)),
 		headed: make([]bool, len(base)),
 		perf:   make([]perf, len(base)),
+		base:   base,
 	}
 	for i, d := range base {
 		st.devs[i] = cloneDevice(d)
@@ -59,6 +62,12 @@ func (st *state) apply(f Fault, at time.Time) {
 		return
 	case FaultXID:
 		st.applyXID(f, at)
+		return
+	case FaultNodeReboot:
+		st.reboot(at)
+		return
+	case FaultGPUReset:
+		st.reset(f.GPU, at)
 		return
 	}
 	if f.GPU < 0 || f.GPU >= len(st.devs) {

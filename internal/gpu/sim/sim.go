@@ -29,8 +29,9 @@ type Backend struct {
 	base   []gpu.Device
 
 	mu     sync.Mutex
-	faults []Fault // the scenario's faults, then injected ones; kept sorted by At
-	events hub     // what Watch delivers (watch.go)
+	faults []Fault                  // the scenario's faults, then injected ones; kept sorted by At
+	events hub                      // what Watch delivers (watch.go)
+	procs  map[string][]gpu.Process // by GPU UUID (recover.go)
 }
 
 var _ gpu.Backend = (*Backend)(nil)

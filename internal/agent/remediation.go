@@ -1,0 +1,195 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpunode/gpunode/api/v1alpha1"
+	"github.com/gpunode/gpunode/internal/gpu"
+	"github.com/gpunode/gpunode/internal/health"
+	"github.com/gpunode/gpunode/internal/recovery"
+)
+
+// Steps carries out the agent's destructive remediation steps on its node:
+// recovery.Host on a real node, recovery.Sim on a simulated one.
+type Steps interface {
+	// ResetGPU resets one GPU; it returns an error wrapping recovery.ErrRefused, without touching
+	// the GPU, while a process uses it.
+	ResetGPU(ctx context.Context, uuid string) error
+	// RebootNode reboots the node. done is true when the reboot completed in this process
+	// (a simulated node); otherwise the node is going down and the answer is written after
+	// the boot, when the boot ID has changed.
+	RebootNode(ctx context.Context) (done bool, err error)
+	// PowerCycle power-cycles the node through the configured hook; like RebootNode.
+	PowerCycle(ctx context.Context) (done bool, err error)
+	// BootID identifies the node's current boot.
+	BootID(ctx context.Context) (string, error)
+}
+
+// EvidenceWriter writes an evidence bundle for a request (before any destructive step)
+// with the findings the agent's monitor holds, and returns its summary.
+type EvidenceWriter func(ctx context.Context, req v1alpha1.RemediationRequest, findings []health.Finding) (*v1alpha1.EvidenceSummary, error)
+
+// Journal keeps the step in flight across agent restarts: a step is recorded before it
+// starts, so a restarted agent never starts it again (it answers from what it finds).
+type Journal interface {
+	// Load returns the step in flight; ok is false when none is recorded.
+	Load() (j JournalEntry, ok bool, err error)
+	// Save records the step in flight atomically; Clear forgets it.
+	Save(j JournalEntry) error
+	Clear() error
+}
+
+// JournalEntry is a step in flight.
+type JournalEntry struct {
+	ID      int64                    `json:"id"`
+	Step    v1alpha1.RemediationStep `json:"step"`
+	GPUs    []string                 `json:"gpus,omitempty"`
+	BootID  string                   `json:"bootID"`
+	Started time.Time                `json:"started"`
+}
+
+// remediate answers the controller's remediation request when it has not been answered:
+// it carries out the step, then keeps the answer until it is published.
+func (a *Agent) remediate(ctx context.Context, gn *v1alpha1.GPUNode) {
+	req := gn.Spec.Remediation
+	if req == nil || a.answered(gn) >= req.ID {
+		return
+	}
+	ans := a.carryOut(ctx, *req)
+	if ans == nil {
+		return // in flight: answered after the reboot
+	}
+	a.answer = ans
+	a.cfg.Log.Info("remediation step answered", "node", a.cfg.NodeName, "id", ans.ID, "step", ans.Step,
+		"outcome", ans.Outcome, "message", ans.Message)
+}
+
+// answered is the highest request ID answered, by this agent or a previous one.
+func (a *Agent) answered(gn *v1alpha1.GPUNode) int64 {
+	n := int64(0)
+	if gn.Status.RemediationAnswer != nil {
+		n = gn.Status.RemediationAnswer.ID
+	}
+	if a.answer != nil && a.answer.ID > n {
+		n = a.answer.ID
+	}
+	return n
+}
+
+// carryOut runs one step and returns its answer; nil while the node is rebooting.
+func (a *Agent) carryOut(ctx context.Context, req v1alpha1.RemediationRequest) *v1alpha1.RemediationAnswer {
+	now := a.cfg.Clock()
+	ans := &v1alpha1.RemediationAnswer{ID: req.ID, Step: req.Step, Started: metav1.NewTime(now.UTC().Truncate(time.Second))}
+	finish := func(o v1alpha1.StepOutcome, msg string) *v1alpha1.RemediationAnswer {
+		ans.Outcome, ans.Message = o, truncate(msg, 1024)
+		ans.Finished = metav1.NewTime(a.cfg.Clock().UTC().Truncate(time.Second))
+		if a.cfg.Steps != nil {
+			ans.BootID, _ = a.cfg.Steps.BootID(ctx)
+		}
+		if a.cfg.Journal != nil {
+			if err := a.cfg.Journal.Clear(); err != nil {
+				a.cfg.Log.Warn("clearing the remediation journal failed", "node", a.cfg.NodeName, "err", err)
+			}
+		}
+		return ans
+	}
+	if a.cfg.Steps == nil {
+		return finish(v1alpha1.OutcomeRefused, "remediation steps are not enabled on this agent")
+	}
+	boot, err := a.cfg.Steps.BootID(ctx)
+	if err != nil {
+		return finish(v1alpha1.OutcomeFailed, fmt.Sprintf("reading the boot ID: %v", err))
+	}
+	if a.cfg.Journal != nil {
+		j, ok, err := a.cfg.Journal.Load()
+		switch {
+		case err != nil:
+			return finish(v1alpha1.OutcomeFailed, fmt.Sprintf("reading the remediation journal: %v", err))
+		case ok && j.ID == req.ID:
+			ans.Started = metav1.NewTime(j.Started.UTC().Truncate(time.Second))
+			return a.resume(ctx, j, boot, finish)
+		}
+		if err := a.cfg.Journal.Save(JournalEntry{ID: req.ID, Step: req.Step, GPUs: req.GPUs, BootID: boot, Started: now}); err != nil {
+			return finish(v1alpha1.OutcomeFailed, fmt.Sprintf("recording the step before starting it: %v", err))
+		}
+	}
+	pre, _ := a.cfg.Backend.Snapshot(ctx) // what the GPU check compares counters with
+	switch req.Step {
+	case v1alpha1.StepCaptureEvidence:
+		if a.cfg.Evidence == nil {
+			return finish(v1alpha1.OutcomeRefused, "evidence capture is not enabled on this agent")
+		}
+		sum, err := a.cfg.Evidence(ctx, req, a.mon.Findings())
+		if err != nil {
+			return finish(v1alpha1.OutcomeFailed, fmt.Sprintf("capturing evidence: %v", err))
+		}
+		ans.Evidence = sum
+		return finish(v1alpha1.OutcomeSucceeded, fmt.Sprintf("evidence bundle %s (%d bytes)", sum.Path, sum.SizeBytes))
+	case v1alpha1.StepResetGPU:
+		return a.resetGPUs(ctx, pre, req.GPUs, finish)
+	case v1alpha1.StepRebootNode, v1alpha1.StepPowerCycle:
+		run := a.cfg.Steps.RebootNode
+		if req.Step == v1alpha1.StepPowerCycle {
+			run = a.cfg.Steps.PowerCycle
+		}
+		done, err := run(ctx)
+		switch {
+		case err != nil:
+			return finish(outcomeOf(err), fmt.Sprintf("%s: %v", req.Step, err))
+		case !done:
+			a.cfg.Log.Info("node going down for remediation; answering after the boot", "node", a.cfg.NodeName, "step", req.Step)
+			return nil
+		}
+		a.recovered(nil, health.RecoveryNodeReboot)
+		return finish(v1alpha1.OutcomeSucceeded, fmt.Sprintf("%s done; GPU checks: %s", req.Step, a.checkGPUs(ctx, pre, nil)))
+	}
+	return finish(v1alpha1.OutcomeRefused, fmt.Sprintf("step %q is not the agent's", req.Step))
+}
+
+// resume answers a step a previous agent process started: a reboot or power cycle
+// succeeded when the boot ID changed; anything else is never started again, and fails.
+func (a *Agent) resume(ctx context.Context, j JournalEntry, boot string,
+	finish func(v1alpha1.StepOutcome, string) *v1alpha1.RemediationAnswer) *v1alpha1.RemediationAnswer {
+	switch {
+	case (j.Step == v1alpha1.StepRebootNode || j.Step == v1alpha1.StepPowerCycle) && boot != j.BootID:
+		a.recovered(nil, health.RecoveryNodeReboot)
+		return finish(v1alpha1.OutcomeSucceeded, fmt.Sprintf("%s done (boot %s -> %s); GPU checks: %s", j.Step, j.BootID, boot, a.checkGPUs(ctx, nil, nil)))
+	case j.Step == v1alpha1.StepRebootNode || j.Step == v1alpha1.StepPowerCycle:
+		return finish(v1alpha1.OutcomeFailed, fmt.Sprintf("%s was started but the node did not reboot (boot ID unchanged)", j.Step))
+	}
+	return finish(v1alpha1.OutcomeFailed, fmt.Sprintf("the agent restarted while %s ran; it is not started again", j.Step))
+}
+
+// resetGPUs resets each GPU in turn; the first refusal or failure ends the step.
+func (a *Agent) resetGPUs(ctx context.Context, pre *gpu.Snapshot, uuids []string,
+	finish func(v1alpha1.StepOutcome, string) *v1alpha1.RemediationAnswer) *v1alpha1.RemediationAnswer {
+	if len(uuids) == 0 {
+		return finish(v1alpha1.OutcomeRefused, "reset-gpu names no GPU")
+	}
+	for _, u := range uuids {
+		if err := a.cfg.Steps.ResetGPU(ctx, u); err != nil {
+			return finish(outcomeOf(err), fmt.Sprintf("reset of GPU %s: %v", u, err))
+		}
+	}
+	a.recovered(uuids, health.RecoveryGPUReset)
+	return finish(v1alpha1.OutcomeSucceeded, fmt.Sprintf("reset %d GPU(s); GPU checks: %s", len(uuids), a.checkGPUs(ctx, pre, uuids)))
+}
+
+func outcomeOf(err error) v1alpha1.StepOutcome {
+	if errors.Is(err, recovery.ErrRefused) {
+		return v1alpha1.OutcomeRefused
+	}
+	return v1alpha1.OutcomeFailed
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
