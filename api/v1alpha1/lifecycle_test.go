@@ -125,7 +125,7 @@ func TestAGPUNodePolicyWithEveryFieldSetIsStoredAsWritten(t *testing.T) {
 			Remediation: v1alpha1.RemediationPolicy{
 				Steps: []v1alpha1.StepPolicy{{Step: v1alpha1.StepResetGPU, MaxAttempts: 2,
 					Window: &metav1.Duration{Duration: time.Hour}, Timeout: &metav1.Duration{Duration: 5 * time.Minute},
-					Backoff: &metav1.Duration{Duration: time.Minute}, Command: []string{"nvidia-smi", "--gpu-reset", "-i", "{gpu}"}},
+					Backoff: &metav1.Duration{Duration: time.Minute}},
 					{Step: v1alpha1.StepPowerCycle, Disabled: true}},
 				Budget:            &v1alpha1.BudgetPolicy{MaxUnavailable: ptr.To(intstr.FromString("10%")), FailureDomainKey: "topology.kubernetes.io/zone"},
 				Breaker:           &v1alpha1.BreakerPolicy{Threshold: ptr.To(intstr.FromInt32(5)), Window: &metav1.Duration{Duration: 10 * time.Minute}},

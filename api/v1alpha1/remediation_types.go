@@ -140,7 +140,9 @@ type RemediationPolicy struct {
 // StepPolicy tunes one rung of the ladder.
 type StepPolicy struct {
 	Step RemediationStep `json:"step"`
-	// Disabled skips the rung (power-cycle is skipped unless a command is configured).
+	// Disabled skips the rung. How the agent resets a GPU, reboots or power-cycles its node
+	// is the agent's configuration (gpunode agent --reset-command, --reboot-command,
+	// --power-cycle-command): it depends on how the agent is deployed, not on the pool.
 	// +optional
 	Disabled bool `json:"disabled,omitempty"`
 	// MaxAttempts within Window before the ladder escalates past this rung.
@@ -156,12 +158,6 @@ type StepPolicy struct {
 	// Backoff before the rung is tried again.
 	// +optional
 	Backoff *metav1.Duration `json:"backoff,omitempty"`
-	// Command the agent runs for reset-gpu, reboot-node or power-cycle; "{gpu}" stands for
-	// a GPU's UUID. Empty takes the built-in mechanism (none for power-cycle).
-	// +kubebuilder:validation:MaxItems=32
-	// +kubebuilder:validation:items:MaxLength=1024
-	// +optional
-	Command []string `json:"command,omitempty"`
 }
 
 // BudgetPolicy bounds held nodes, counting every owner's holds.
