@@ -153,6 +153,12 @@ type Thresholds struct {
 	// +listType=set
 	// +optional
 	IgnoreXIDs []int32 `json:"ignoreXIDs,omitempty"`
+	// MinPerformancePercent of the baseline a measured value (HBM bandwidth, FLOP/s, PCIe)
+	// must reach in the performance layer (default 90).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=200
+	// +optional
+	MinPerformancePercent *int32 `json:"minPerformancePercent,omitempty"`
 }
 
 // HostPolicy is what the node image must pin (accept.HostPolicy); unset = the default.
