@@ -157,6 +157,9 @@ func New(cfg Config) (*Agent, error) {
 // Health is every GPU's health as the agent's monitor sees it.
 func (a *Agent) Health() []monitor.GPUHealth { return a.mon.Health() }
 
+// Findings are the health monitor's deduplicated findings.
+func (a *Agent) Findings() []health.Finding { return a.mon.Findings() }
+
 // poke asks for a round now (a new finding changed a GPU's health).
 func (a *Agent) poke() {
 	select {

@@ -30,13 +30,12 @@ import (
 )
 
 type agentOptions struct {
-	facts          factOptions
-	kubeconfig     string
-	interval       time.Duration
-	labelMapping   string
-	devicePlugin   bool
-	pluginDir      string
-	pluginStrategy string
+	facts        factOptions
+	kubeconfig   string
+	interval     time.Duration
+	labelMapping string
+	plugin       pluginOptions
+	remediation  remediationOptions
 }
 
 func newAgentCommand() *cobra.Command {
@@ -72,9 +71,8 @@ The node name comes from --node-name or $NODE_NAME (the downward API's spec.node
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else the in-cluster service account)")
 	fs.DurationVar(&o.interval, "interval", 30*time.Second, "how often the status is published and the GPUs are polled")
 	fs.StringVar(&o.labelMapping, "label-mapping", "", "accelerator-class mapping YAML that extends or overrides the built-in one")
-	fs.BoolVar(&o.devicePlugin, "device-plugin", false, "also serve the kubelet device plugin for nvidia.com/gpu, with each GPU's health from the health monitor (replaces NVIDIA's device plugin: run only one)")
-	fs.StringVar(&o.pluginDir, "device-plugin-dir", "/var/lib/kubelet/device-plugins", "the kubelet's device-plugins folder")
-	fs.StringVar(&o.pluginStrategy, "device-plugin-strategy", string(deviceplugin.StrategyEnvvar), "how allocated GPUs reach the container: envvar (NVIDIA_VISIBLE_DEVICES) or cdi-cri (CDI device names)")
+	o.plugin.addFlags(fs)
+	o.remediation.addFlags(fs)
 	return cmd
 }
 
@@ -106,9 +104,10 @@ func runAgent(ctx context.Context, o *agentOptions, errOut io.Writer) error {
 		return err
 	}
 	defer func() { _ = backend.Close() }()
+	log := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	var health *deviceplugin.MonitorSource
 	var a *agent.Agent
-	if o.devicePlugin {
+	if o.plugin.enabled {
 		health = deviceplugin.NewMonitorSource(func() []monitor.GPUHealth { return a.Health() })
 	}
 	a, err = agent.New(agent.Config{
@@ -124,24 +123,30 @@ func runAgent(ctx context.Context, o *agentOptions, errOut io.Writer) error {
 		HostOptions: host.Options{CacheDirs: o.facts.cacheDirs},
 		XIDs:        func(ctx context.Context) ([]xid.Event, error) { return o.facts.readXIDs(ctx, backend) },
 		Kernel:      o.facts.agentKernelSource(backend),
-		Log:         slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		Log:         log,
+		Steps:       o.remediation.steps(backend, o.facts.hostRoot),
+		Journal:     o.remediation.journal(),
+		Evidence:    o.remediation.evidence(node, backend, o.facts.hostRoot, findingsOf(&a)),
 	})
 	if err != nil {
 		return err
 	}
-	if !o.devicePlugin {
+	if !o.plugin.enabled {
 		return a.Run(ctx)
 	}
-	plugin, err := deviceplugin.New(ctx, deviceplugin.Config{Backend: backend, Health: health,
-		Strategy: deviceplugin.Strategy(o.pluginStrategy), Dir: o.pluginDir})
+	sharing, err := o.plugin.sharing(ctx, c, node, log)
 	if err != nil {
-		return usageError(fmt.Errorf("--device-plugin: %w", err))
+		return err
 	}
-	// The plugin stops with the agent, whichever way the agent's loop ends.
+	runPlugins, err := o.plugin.start(ctx, backend, health, sharing, o.facts.hostRoot, o.interval, log)
+	if err != nil {
+		return err
+	}
+	// The plugins stop with the agent, whichever way the agent's loop ends.
 	pluginCtx, stopPlugin := context.WithCancel(ctx)
 	defer stopPlugin()
 	pluginDone := make(chan error, 1)
-	go func() { pluginDone <- plugin.Run(pluginCtx) }()
+	go func() { pluginDone <- runPlugins(pluginCtx) }()
 	err = a.Run(ctx)
 	stopPlugin()
 	return errors.Join(err, <-pluginDone)

@@ -1,34 +1,38 @@
 package deviceplugin
 
 import (
-	"cmp"
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
 	"tags.cncf.io/container-device-interface/pkg/parser"
-
-	"github.com/gpunode/gpunode/internal/gpu"
 )
 
-// Strategy is how Allocate hands GPUs to a container.
+// Strategy is how Allocate hands devices to a container.
 type Strategy string
 
 // Strategies.
 const (
-	// StrategyEnvvar sets NVIDIA_VISIBLE_DEVICES to the GPUs' UUIDs (the NVIDIA container
+	// StrategyEnvvar sets NVIDIA_VISIBLE_DEVICES to the UUIDs (the NVIDIA container
 	// runtime hook reads it).
 	StrategyEnvvar Strategy = "envvar"
-	// StrategyCDICRI names the GPUs as CDI devices nvidia.com/gpu=<uuid> in the CRI response.
+	// StrategyCDIAnnotations names the devices as CDI devices in a container annotation
+	// cdi.k8s.io/<plugin>_<resource> (the CDI library's annotation helpers), for runtimes
+	// that read CDI annotations.
+	StrategyCDIAnnotations Strategy = "cdi-annotations"
+	// StrategyCDICRI names the devices as CDI devices nvidia.com/gpu=<uuid> in the CRI
+	// response (kubelet ≥ 1.28 passes them to the runtime).
 	StrategyCDICRI Strategy = "cdi-cri"
 )
 
 // Strategies lists the strategies Allocate knows.
-func Strategies() []Strategy { return []Strategy{StrategyEnvvar, StrategyCDICRI} }
+func Strategies() []Strategy {
+	return []Strategy{StrategyEnvvar, StrategyCDIAnnotations, StrategyCDICRI}
+}
 
 // VisibleDevicesEnv is the variable StrategyEnvvar sets.
 const VisibleDevicesEnv = "NVIDIA_VISIBLE_DEVICES"
@@ -39,8 +43,12 @@ const (
 	CDIClass  = "gpu"
 )
 
+// CDIAnnotationPlugin is the plugin part of the CDI annotation key.
+const CDIAnnotationPlugin = "gpunode.gpu"
+
 // Allocate answers each container's request by the configured strategy. It refuses a
-// device this node does not have and a device that is unhealthy now.
+// device this resource does not have, a device whose GPU is unhealthy now, and, when the
+// resource is time-sliced with failRequestsGreaterThanOne, more than one replica.
 func (p *Plugin) Allocate(_ context.Context, req *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
 	health := p.cfg.Health.Health()
 	out := &pluginapi.AllocateResponse{}
@@ -49,119 +57,77 @@ func (p *Plugin) Allocate(_ context.Context, req *pluginapi.AllocateRequest) (*p
 		if err != nil {
 			return nil, err
 		}
-		out.ContainerResponses = append(out.ContainerResponses, containerResponse(p.cfg.Strategy, devs))
+		r, err := p.containerResponse(devs)
+		if err != nil {
+			return nil, err
+		}
+		out.ContainerResponses = append(out.ContainerResponses, r)
 	}
 	return out, nil
 }
 
 // resolve looks the IDs up, refusing unknown, repeated and unhealthy ones; the devices
-// come back by index.
-func (p *Plugin) resolve(ids []string, health map[string]bool) ([]gpu.Device, error) {
-	devs := make([]gpu.Device, 0, len(ids))
+// come back by GPU, MIG device and replica.
+func (p *Plugin) resolve(ids []string, health map[string]bool) ([]Device, error) {
+	name := p.resource.Name
+	if p.resource.FailRequestsGreaterThanOne && len(ids) > 1 {
+		return nil, status.Errorf(codes.InvalidArgument,
+			"allocate %s: %d replicas requested: this time-sliced resource gives at most 1 per container (failRequestsGreaterThanOne)", name, len(ids))
+	}
+	devs := make([]Device, 0, len(ids))
 	seen := map[string]bool{}
 	for _, id := range ids {
-		d, ok := p.byUUID[id]
+		d, ok := p.byID[id]
 		if !ok {
-			return nil, status.Errorf(codes.InvalidArgument,
-				"allocate %s: unknown device %q: not a GPU of this node", p.cfg.ResourceName, id)
+			return nil, status.Errorf(codes.InvalidArgument, "allocate %s: unknown device %q: not a device of this node", name, id)
 		}
 		if seen[id] {
-			return nil, status.Errorf(codes.InvalidArgument,
-				"allocate %s: device %q requested twice", p.cfg.ResourceName, id)
+			return nil, status.Errorf(codes.InvalidArgument, "allocate %s: device %q requested twice", name, id)
 		}
 		seen[id] = true
-		if healthString(health, id) != pluginapi.Healthy {
+		if healthString(health, d.GPU.UUID) != pluginapi.Healthy {
 			return nil, status.Errorf(codes.FailedPrecondition,
-				"allocate %s: device %q (GPU %d) is unhealthy and out of service", p.cfg.ResourceName, id, d.Index)
+				"allocate %s: device %q (GPU %d) is unhealthy and out of service", name, id, d.GPU.Index)
 		}
 		devs = append(devs, d)
 	}
-	slices.SortFunc(devs, func(a, b gpu.Device) int { return a.Index - b.Index })
+	slices.SortFunc(devs, Device.order)
 	return devs, nil
 }
 
-// containerResponse is one container's answer under a strategy.
-func containerResponse(s Strategy, devs []gpu.Device) *pluginapi.ContainerAllocateResponse {
+// targets are the distinct UUIDs the devices give the container, in device order (two
+// replicas of one GPU give it once).
+func targets(devs []Device) []string {
+	var out []string
+	for _, d := range devs {
+		if t := d.Target(); !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// containerResponse is one container's answer under the strategy.
+func (p *Plugin) containerResponse(devs []Device) (*pluginapi.ContainerAllocateResponse, error) {
+	uuids := targets(devs)
 	r := &pluginapi.ContainerAllocateResponse{}
-	switch s {
+	switch p.cfg.Strategy {
 	case StrategyCDICRI:
-		for _, d := range devs {
-			r.CdiDevices = append(r.CdiDevices, &pluginapi.CDIDevice{Name: parser.QualifiedName(CDIVendor, CDIClass, d.UUID)})
+		for _, u := range uuids {
+			r.CdiDevices = append(r.CdiDevices, &pluginapi.CDIDevice{Name: parser.QualifiedName(CDIVendor, CDIClass, u)})
 		}
-	default: // StrategyEnvvar; New refuses unknown strategies
-		uuids := make([]string, 0, len(devs))
-		for _, d := range devs {
-			uuids = append(uuids, d.UUID)
+	case StrategyCDIAnnotations:
+		names := make([]string, 0, len(uuids))
+		for _, u := range uuids {
+			names = append(names, parser.QualifiedName(CDIVendor, CDIClass, u))
 		}
+		a, err := cdiapi.UpdateAnnotations(nil, CDIAnnotationPlugin, p.resource.Name, names)
+		if err != nil {
+			return nil, status.Errorf(codes.Internal, "allocate %s: CDI annotation: %v", p.resource.Name, err)
+		}
+		r.Annotations = a
+	default: // StrategyEnvvar; NewAll refuses unknown strategies
 		r.Envs = map[string]string{VisibleDevicesEnv: strings.Join(uuids, ",")}
 	}
-	return r
-}
-
-// GetPreferredAllocation picks, for each container, the devices that share a NUMA node
-// where it can, then by index; equal choices always get the same answer.
-func (p *Plugin) GetPreferredAllocation(_ context.Context, req *pluginapi.PreferredAllocationRequest) (*pluginapi.PreferredAllocationResponse, error) {
-	out := &pluginapi.PreferredAllocationResponse{}
-	for _, cr := range req.GetContainerRequests() {
-		ids, err := preferred(p.devices, cr.GetAvailableDeviceIDs(), cr.GetMustIncludeDeviceIDs(), int(cr.GetAllocationSize()))
-		if err != nil {
-			return nil, status.Errorf(codes.InvalidArgument, "preferred allocation of %s: %v", p.cfg.ResourceName, err)
-		}
-		out.ContainerResponses = append(out.ContainerResponses, &pluginapi.ContainerPreferredAllocationResponse{DeviceIDs: ids})
-	}
-	return out, nil
-}
-
-// preferred chooses size devices from available, must ones first. The rest come from the
-// NUMA nodes in this order: nodes that already hold a must device, nodes that can hold
-// all the rest (the one with the fewest to spare first, to keep whole nodes free), the others by
-// most free devices; ties by node, and within a node by index.
-func preferred(all []gpu.Device, available, must []string, size int) ([]string, error) {
-	byUUID := make(map[string]gpu.Device, len(all))
-	for _, d := range all {
-		byUUID[d.UUID] = d
-	}
-	if size < len(must) {
-		return nil, fmt.Errorf("allocation size %d is less than the %d devices that must be included", size, len(must))
-	}
-	if size > len(available) {
-		return nil, fmt.Errorf("allocation size %d is more than the %d devices available", size, len(available))
-	}
-	chosen := slices.Clone(must)
-	mustNodes := map[int]bool{}
-	for _, id := range must {
-		if d, ok := byUUID[id]; ok {
-			mustNodes[d.NUMANode] = true
-		}
-	}
-	var cands []gpu.Device
-	free := map[int]int{}
-	for _, id := range available {
-		d, ok := byUUID[id]
-		if !ok || slices.Contains(must, id) {
-			continue
-		}
-		cands = append(cands, d)
-		free[d.NUMANode]++
-	}
-	need := size - len(must)
-	rank := func(node int) (int, int) { // lower is better
-		switch {
-		case mustNodes[node]:
-			return 0, 0
-		case free[node] >= need:
-			return 1, free[node] - need
-		default:
-			return 2, -free[node]
-		}
-	}
-	slices.SortStableFunc(cands, func(a, b gpu.Device) int {
-		ra, ta := rank(a.NUMANode)
-		rb, tb := rank(b.NUMANode)
-		return cmp.Or(cmp.Compare(ra, rb), cmp.Compare(ta, tb), cmp.Compare(a.NUMANode, b.NUMANode), cmp.Compare(a.Index, b.Index))
-	})
-	for _, d := range cands[:min(need, len(cands))] {
-		chosen = append(chosen, d.UUID)
-	}
-	return chosen, nil
+	return r, nil
 }

@@ -8,8 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
-
-	"github.com/gpunode/gpunode/internal/gpu"
+	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
 )
 
 func TestAllocateAnswersByStrategy(t *testing.T) {
@@ -23,6 +22,17 @@ func TestAllocateAnswersByStrategy(t *testing.T) {
 				want := uuids[2] + "," + uuids[5]
 				if got := r.Envs[VisibleDevicesEnv]; got != want || len(r.CdiDevices) != 0 {
 					t.Errorf("envs %v, CDI %v; want %s=%s and no CDI devices", r.Envs, r.CdiDevices, VisibleDevicesEnv, want)
+				}
+			}},
+		{"cdi-annotations names the GPUs in the CDI annotation the CDI library parses", StrategyCDIAnnotations,
+			func(t *testing.T, r *pluginapi.ContainerAllocateResponse, uuids []string) {
+				keys, devs, err := cdiapi.ParseAnnotations(r.Annotations)
+				want := []string{"nvidia.com/gpu=" + uuids[2], "nvidia.com/gpu=" + uuids[5]}
+				if err != nil || len(keys) != 1 || !slices.Equal(devs, want) || len(r.Envs) != 0 || len(r.CdiDevices) != 0 {
+					t.Errorf("annotations %v (keys %v, devices %v, err %v); want one key naming %v and nothing else", r.Annotations, keys, devs, err, want)
+				}
+				if _, ok := r.Annotations["cdi.k8s.io/gpunode.gpu_nvidia.com_gpu"]; !ok {
+					t.Errorf("annotations %v lack the key cdi.k8s.io/gpunode.gpu_nvidia.com_gpu", r.Annotations)
 				}
 			}},
 		{"cdi-cri names the GPUs as CDI devices nvidia.com/gpu=<uuid>", StrategyCDICRI,
@@ -83,50 +93,6 @@ func TestAllocateRefusesDevicesItCannotGive(t *testing.T) {
 	}
 }
 
-// dgx is eight GPUs, 0-3 on NUMA node 0 and 4-7 on node 1, named g0..g7.
-func dgx() []gpu.Device {
-	out := make([]gpu.Device, 8)
-	for i := range out {
-		out[i] = gpu.Device{Index: i, UUID: "g" + string(rune('0'+i)), NUMANode: i / 4}
-	}
-	return out
-}
-
-func TestPreferredAllocationKeepsGPUsOnOneNUMANode(t *testing.T) {
-	all := []string{"g0", "g1", "g2", "g3", "g4", "g5", "g6", "g7"}
-	cases := []struct {
-		name             string
-		available, must  []string
-		size             int
-		want             []string
-		wantErrSubstring string
-	}{
-		{"from an idle node the lowest NUMA node and indices are chosen", all, nil, 2, []string{"g0", "g1"}, ""},
-		{"a node that fits with least to spare is preferred", []string{"g2", "g3", "g4", "g5", "g6", "g7"}, nil, 2, []string{"g2", "g3"}, ""},
-		{"a request that only fits on the fuller node goes there", []string{"g3", "g4", "g5", "g6", "g7"}, nil, 3, []string{"g4", "g5", "g6"}, ""},
-		{"the rest follow the node of a must-include device", all, []string{"g5"}, 3, []string{"g5", "g4", "g6"}, ""},
-		{"a request larger than a node fills the fullest node first", []string{"g0", "g4", "g5", "g6", "g7"}, nil, 5, []string{"g4", "g5", "g6", "g7", "g0"}, ""},
-		{"input order does not change the answer", []string{"g7", "g1", "g6", "g0"}, nil, 2, []string{"g0", "g1"}, ""},
-		{"unknown devices are never chosen", []string{"x9", "g6", "g7"}, nil, 2, []string{"g6", "g7"}, ""},
-		{"a size below the must-include count is refused", all, []string{"g0", "g1"}, 1, nil, "less than"},
-		{"a size above what is available is refused", []string{"g0"}, nil, 2, nil, "more than"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			got, err := preferred(dgx(), c.available, c.must, c.size)
-			if c.wantErrSubstring != "" {
-				if err == nil || !strings.Contains(err.Error(), c.wantErrSubstring) {
-					t.Fatalf("preferred error %v, want one containing %q", err, c.wantErrSubstring)
-				}
-				return
-			}
-			if err != nil || !slices.Equal(got, c.want) {
-				t.Errorf("preferred(%v, must %v, %d) = %v, %v; want %v", c.available, c.must, c.size, got, err, c.want)
-			}
-		})
-	}
-}
-
 func TestGetPreferredAllocationAnswersOverTheSocket(t *testing.T) {
 	h := startPlugin(t, StrategyEnvvar)
 	u := h.uuids()
@@ -136,7 +102,7 @@ func TestGetPreferredAllocationAnswersOverTheSocket(t *testing.T) {
 	if err != nil {
 		t.Fatalf("GetPreferredAllocation: %v", err)
 	}
-	if got, want := resp.ContainerResponses[0].DeviceIDs, []string{u[5], u[6]}; !slices.Equal(got, want) {
-		t.Errorf("preferred %v, want %v (two GPUs of NUMA node 1 by index)", got, want)
+	if got, want := resp.ContainerResponses[0].DeviceIDs, []string{u[6], u[7]}; !slices.Equal(got, want) {
+		t.Errorf("preferred %v, want %v (the NVLinked pair that shares a PCIe switch)", got, want)
 	}
 }

@@ -1,14 +1,17 @@
 // Package deviceplugin advertises the node's GPUs to the kubelet through the device-plugin
 // API v1beta1 (k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1), with live per-device health.
 //
-// The devices come from the GPU port's snapshot (one per UUID, with its NUMA node); their
-// health comes from a HealthSource, and a change is pushed to the kubelet as soon as the
-// source signals it. Run serves the plugin's unix socket in the kubelet's device-plugins
-// folder, registers with the kubelet, and serves and registers again when the kubelet
-// restarts.
+// The devices come from the GPU port's snapshot: whole GPUs, MIG devices (strategies none,
+// single, mixed) and time-slicing replicas (<uuid>::<n>), one plugin and socket per
+// resource name (see Resources). Their health comes from a HealthSource keyed by GPU (a
+// MIG device or replica follows its GPU), and a change is pushed to the kubelet as soon
+// as the source signals it. Run serves a plugin's unix socket in the kubelet's
+// device-plugins folder, registers with the kubelet, and serves and registers again when
+// the kubelet restarts; RunAll runs every plugin of a node.
 package deviceplugin
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -23,10 +26,11 @@ import (
 	"github.com/gpunode/gpunode/internal/gpu"
 )
 
-// ResourceName is the extended resource the plugin advertises.
+// ResourceName is the whole-GPU extended resource.
 const ResourceName = "nvidia.com/gpu"
 
-// DefaultSocket is the plugin's socket name inside the device-plugins folder.
+// DefaultSocket is the nvidia.com/gpu plugin's socket name inside the device-plugins
+// folder; other resources get gpunode-<name>.sock.
 const DefaultSocket = "gpunode-gpu.sock"
 
 // DefaultPollInterval is how often Run checks whether the kubelet restarted.
@@ -41,62 +45,55 @@ type HealthSource interface {
 	Changed() <-chan struct{}
 }
 
-// Config configures a Plugin.
+// Config configures the plugins of a node.
 type Config struct {
 	// Backend is the GPU port the devices are discovered through.
 	Backend gpu.Backend
-	// Health is the per-GPU health; required.
+	// Health is the per-GPU health; required. MIG devices and replicas follow their GPU.
 	Health HealthSource
-	// Strategy is how Allocate hands GPUs to a container; StrategyEnvvar when empty.
+	// Strategy is how Allocate hands devices to a container; Sharing.Strategy, else
+	// StrategyEnvvar, when empty.
 	Strategy Strategy
+	// Sharing is the MIG strategy and time-slicing (the configuration file).
+	Sharing Sharing
 	// Dir is the kubelet's device-plugins folder (it holds kubelet.sock);
 	// pluginapi.DevicePluginPath when empty.
 	Dir string
-	// Socket is the plugin's socket name inside Dir; DefaultSocket when empty.
-	Socket string
-	// ResourceName is the resource advertised; ResourceName when empty.
-	ResourceName string
 	// PollInterval is how often the kubelet's socket is checked; DefaultPollInterval when 0.
 	PollInterval time.Duration
 	// Log receives the plugin's events; discarded when nil.
 	Log *slog.Logger
 }
 
-// Plugin is the device plugin for one node's GPUs. Its gRPC methods are safe for
+// Plugin is the device plugin for one resource of a node. Its gRPC methods are safe for
 // concurrent use.
 type Plugin struct {
 	pluginapi.UnimplementedDevicePluginServer
 
-	cfg     Config
-	devices []gpu.Device // by index
-	byUUID  map[string]gpu.Device
+	cfg      Config
+	resource Resource
+	socket   string
+	byID     map[string]Device
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced on every health change
 }
 
-// New discovers the GPUs through cfg.Backend and returns a plugin for them.
-func New(ctx context.Context, cfg Config) (*Plugin, error) {
+// NewAll discovers the GPUs through cfg.Backend and returns one plugin per resource that
+// the sharing configuration makes of them (see Resources), nvidia.com/gpu first.
+func NewAll(ctx context.Context, cfg Config) ([]*Plugin, error) {
 	if cfg.Backend == nil {
 		return nil, errors.New("device plugin: no GPU backend configured")
 	}
 	if cfg.Health == nil {
 		return nil, errors.New("device plugin: no health source configured")
 	}
-	if cfg.Strategy == "" {
-		cfg.Strategy = StrategyEnvvar
-	}
+	cfg.Strategy = cmp.Or(cfg.Strategy, cfg.Sharing.Strategy, StrategyEnvvar)
 	if !slices.Contains(Strategies(), cfg.Strategy) {
 		return nil, fmt.Errorf("device plugin: unknown strategy %q (known: %v)", cfg.Strategy, Strategies())
 	}
 	if cfg.Dir == "" {
 		cfg.Dir = pluginapi.DevicePluginPath
-	}
-	if cfg.Socket == "" {
-		cfg.Socket = DefaultSocket
-	}
-	if cfg.ResourceName == "" {
-		cfg.ResourceName = ResourceName
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = DefaultPollInterval
@@ -108,18 +105,48 @@ func New(ctx context.Context, cfg Config) (*Plugin, error) {
 	if err != nil {
 		return nil, fmt.Errorf("device plugin: discover GPUs through %s: %w", cfg.Backend.Name(), err)
 	}
-	p := &Plugin{cfg: cfg, byUUID: map[string]gpu.Device{}, changed: make(chan struct{})}
 	for _, d := range snap.Devices {
 		if d.UUID == "" || d.Err(gpu.FieldUUID) != nil {
 			cfg.Log.Warn("device plugin: GPU without a UUID is not advertised", "index", d.Index)
-			continue
 		}
-		p.devices = append(p.devices, d)
-		p.byUUID[d.UUID] = d
 	}
-	slices.SortFunc(p.devices, func(a, b gpu.Device) int { return a.Index - b.Index })
-	return p, nil
+	resources, err := Resources(snap.Devices, cfg.Sharing)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Plugin, 0, len(resources))
+	for _, r := range resources {
+		p := &Plugin{cfg: cfg, resource: r, socket: socketName(r.Name), byID: map[string]Device{}, changed: make(chan struct{})}
+		for _, d := range r.Devices {
+			p.byID[d.ID] = d
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
+
+// New returns the plugin of a configuration that advertises exactly one resource (whole
+// GPUs, or MIG devices with the single strategy, replicated or not).
+func New(ctx context.Context, cfg Config) (*Plugin, error) {
+	all, err := NewAll(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if len(all) != 1 {
+		names := make([]string, 0, len(all))
+		for _, p := range all {
+			names = append(names, p.resource.Name)
+		}
+		return nil, fmt.Errorf("device plugin: the node has %d resources %v, not one: use NewAll", len(all), names)
+	}
+	return all[0], nil
+}
+
+// ResourceName is the extended resource this plugin serves.
+func (p *Plugin) ResourceName() string { return p.resource.Name }
+
+// Devices are the devices this plugin advertises.
+func (p *Plugin) Devices() []Device { return slices.Clone(p.resource.Devices) }
 
 // GetDevicePluginOptions tells the kubelet that GetPreferredAllocation is available.
 func (p *Plugin) GetDevicePluginOptions(context.Context, *pluginapi.Empty) (*pluginapi.DevicePluginOptions, error) {
@@ -159,9 +186,9 @@ func (p *Plugin) PreStartContainer(context.Context, *pluginapi.PreStartContainer
 // list is the devices with their current health, by index.
 func (p *Plugin) list() []*pluginapi.Device {
 	health := p.cfg.Health.Health()
-	out := make([]*pluginapi.Device, 0, len(p.devices))
-	for _, d := range p.devices {
-		out = append(out, &pluginapi.Device{ID: d.UUID, Health: healthString(health, d.UUID), Topology: topology(d)})
+	out := make([]*pluginapi.Device, 0, len(p.resource.Devices))
+	for _, d := range p.resource.Devices {
+		out = append(out, &pluginapi.Device{ID: d.ID, Health: healthString(health, d.GPU.UUID), Topology: topology(d.GPU)})
 	}
 	return out
 }

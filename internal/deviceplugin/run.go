@@ -22,7 +22,7 @@ const KubeletSocket = "kubelet.sock"
 const registerTimeout = 10 * time.Second
 
 // SocketPath is the plugin's socket.
-func (p *Plugin) SocketPath() string { return filepath.Join(p.cfg.Dir, p.cfg.Socket) }
+func (p *Plugin) SocketPath() string { return filepath.Join(p.cfg.Dir, p.socket) }
 
 func (p *Plugin) kubeletPath() string { return filepath.Join(p.cfg.Dir, KubeletSocket) }
 
@@ -108,13 +108,35 @@ func (p *Plugin) register(ctx context.Context) error {
 	defer cancel()
 	_, err = pluginapi.NewRegistrationClient(conn).Register(ctx, &pluginapi.RegisterRequest{
 		Version:      pluginapi.Version,
-		Endpoint:     p.cfg.Socket,
-		ResourceName: p.cfg.ResourceName,
+		Endpoint:     p.socket,
+		ResourceName: p.resource.Name,
 		Options:      options(),
 	}, grpc.WaitForReady(true))
 	if err != nil {
-		return fmt.Errorf("device plugin: register %s with kubelet %s: %w", p.cfg.ResourceName, path, err)
+		return fmt.Errorf("device plugin: register %s with kubelet %s: %w", p.resource.Name, path, err)
 	}
-	p.cfg.Log.Info("device plugin: registered", "resource", p.cfg.ResourceName, "socket", p.SocketPath())
+	p.cfg.Log.Info("device plugin: registered", "resource", p.resource.Name, "socket", p.SocketPath())
 	return nil
+}
+
+// RunAll runs every plugin until ctx ends; it returns when all have returned, with their
+// errors joined. One plugin that cannot serve its socket stops the others.
+func RunAll(ctx context.Context, plugins []*Plugin) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, len(plugins))
+	for _, p := range plugins {
+		go func() {
+			err := p.Run(ctx)
+			if err != nil {
+				cancel()
+			}
+			errs <- err
+		}()
+	}
+	var all []error
+	for range plugins {
+		all = append(all, <-errs)
+	}
+	return errors.Join(all...)
 }

@@ -29,6 +29,10 @@ type Device struct {
 	RecoveryAction RecoveryAction `json:"recoveryAction"`
 	// NUMANode is the device's NUMA node, -1 when the platform has none.
 	NUMANode int `json:"numaNode"`
+	// Peers is how this GPU reaches each other GPU of the node; empty when unknown.
+	Peers []Peer `json:"peers,omitempty"`
+	// MIGDevices are the MIG devices while MIG is enabled, by index; errors go to FieldMIG.
+	MIGDevices []MIGDevice `json:"migDevices,omitempty"`
 	// Errors lists the facts that could not be read.
 	Errors map[Field]FieldError `json:"errors,omitempty"`
 }
@@ -186,3 +190,47 @@ const (
 	RecoveryDrainP2P      RecoveryAction = "drain-p2p"
 	RecoveryDrainAndReset RecoveryAction = "drain-and-reset"
 )
+
+// Peer is how this GPU reaches another GPU of the node.
+type Peer struct {
+	// Index is the other GPU's index.
+	Index int `json:"index"`
+	// PCIe is the closest PCIe ancestor the two GPUs share (NVML's topology common ancestor).
+	PCIe PCIePath `json:"pcie"`
+	// NVLinks is the number of this GPU's active NVLinks that reach the other one, directly
+	// or through an NVSwitch; 0 when they are not linked.
+	NVLinks int `json:"nvlinks,omitempty"`
+}
+
+// PCIePath is the closest PCIe ancestor two GPUs share, nearest first (NVML
+// nvmlGpuTopologyLevel_t: INTERNAL, SINGLE, MULTIPLE, HOSTBRIDGE, NODE, SYSTEM).
+type PCIePath string
+
+// PCIe paths between two GPUs, nearest first.
+const (
+	PCIeSameBoard      PCIePath = "same-board"      // on one board (multi-GPU card)
+	PCIeSingleSwitch   PCIePath = "single-switch"   // one PCIe switch between them
+	PCIeMultipleSwitch PCIePath = "multiple-switch" // several switches, no host bridge
+	PCIeHostBridge     PCIePath = "host-bridge"     // the same host bridge
+	PCIeNUMANode       PCIePath = "numa-node"       // host bridges of one NUMA node
+	PCIeSystem         PCIePath = "system"          // across NUMA nodes (SMP interconnect)
+)
+
+// PCIePaths lists the paths nearest first.
+func PCIePaths() []PCIePath {
+	return []PCIePath{PCIeSameBoard, PCIeSingleSwitch, PCIeMultipleSwitch, PCIeHostBridge, PCIeNUMANode, PCIeSystem}
+}
+
+// MIGDevice is one MIG device (a GPU instance with a compute instance) of a GPU in MIG mode.
+type MIGDevice struct {
+	// Index is the MIG device's index within its GPU.
+	Index int `json:"index"`
+	// UUID is the MIG device's own UUID, "MIG-…".
+	UUID string `json:"uuid"`
+	// GPUInstance and ComputeInstance are the instance ids.
+	GPUInstance     int `json:"gpuInstance"`
+	ComputeInstance int `json:"computeInstance"`
+	// Profile is the canonical profile name, e.g. "1g.10gb" or "1c.3g.40gb".
+	Profile   string `json:"profile"`
+	MemoryMiB uint64 `json:"memoryMiB"`
+}

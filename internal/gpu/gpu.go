@@ -86,6 +86,7 @@ const (
 	FieldFabric         Field = "fabric"
 	FieldRecoveryAction Field = "recoveryAction"
 	FieldNUMA           Field = "numa"
+	FieldTopology       Field = "topology"
 	FieldDriverVersion  Field = "driverVersion"
 	FieldCUDAVersion    Field = "cudaVersion"
 	FieldDevice         Field = "device" // the whole device: it could not be opened

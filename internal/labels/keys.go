@@ -94,3 +94,8 @@ const (
 	InterconnectNVLink = "nvlink"
 	InterconnectPCIe   = "pcie"
 )
+
+// KeyReplicasOverride is set on a Node by the operator (not by gpunode) to override the
+// time-slicing replicas of the full-GPU resource that gpunode's device plugin reads from
+// its configuration file: "1" turns sharing off, N > 1 advertises N replicas per GPU.
+const KeyReplicasOverride = PrefixPlatform + "gpu.replicas"

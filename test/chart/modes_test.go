@@ -51,6 +51,50 @@ var installModes = []installMode{
 				t.Error("the device-plugins folder is mounted without a device plugin")
 			}
 		}},
+	{"gpunode's own device plugin is off by default: the agent only reads the device-plugins folder", ``,
+		func(t *testing.T, ms []manifest) {
+			c := container(agentDaemonSet(t, ms), "agent")
+			if !mountReadOnly(c, "device-plugins") || slices.Contains(c.Args, "--device-plugin") || hasMount(c, "cdi-specs") {
+				t.Errorf("args %v, mounts %+v: want a read-only device-plugins mount, no --device-plugin, no CDI folder", c.Args, c.VolumeMounts)
+			}
+		}},
+	{"gpunode's own device plugin gets a writable device-plugins folder, its flags and its configuration",
+		"devicePlugin: {enabled: false}\nagent:\n  devicePlugin:\n    enabled: true\n    strategy: envvar\n    config: |\n      version: v1\n      sharing: {timeSlicing: {resources: [{name: nvidia.com/gpu, replicas: 4}]}}\n",
+		func(t *testing.T, ms []manifest) {
+			ds := agentDaemonSet(t, ms)
+			c := container(ds, "agent")
+			if !hasMount(c, "device-plugins") || mountReadOnly(c, "device-plugins") {
+				t.Errorf("mounts %+v: want the device-plugins folder writable", c.VolumeMounts)
+			}
+			for _, want := range []string{"--device-plugin", "--device-plugin-dir=/var/lib/kubelet/device-plugins", "--device-plugin-strategy=envvar",
+				"--device-plugin-config=/etc/gpunode/device-plugin/config.yaml", "--cdi-spec-dir=none"} {
+				if !slices.Contains(c.Args, want) {
+					t.Errorf("agent args %v lack %s", c.Args, want)
+				}
+			}
+			cm := find[*corev1.ConfigMap](ms, "ConfigMap", "gpunode-agent-device-plugin")
+			if cm == nil || !strings.Contains(cm.Data["config.yaml"], "replicas: 4") {
+				t.Fatalf("the device plugin ConfigMap is missing or lacks the configuration: %+v", cm)
+			}
+			if !mountReadOnly(c, "device-plugin-config") || ds.Spec.Template.Annotations["checksum/device-plugin-config"] == "" {
+				t.Errorf("the configuration should be mounted read-only and checksummed into the pod: mounts %+v annotations %v",
+					c.VolumeMounts, ds.Spec.Template.Annotations)
+			}
+			if hasMount(c, "cdi-specs") {
+				t.Error("the envvar strategy should not mount the CDI spec folder")
+			}
+		}},
+	{"gpunode's own device plugin with a CDI strategy writes the CDI spec into the host's folder",
+		"agent: {devicePlugin: {enabled: true, strategy: cdi-cri}}",
+		func(t *testing.T, ms []manifest) {
+			c := container(agentDaemonSet(t, ms), "agent")
+			if !hasMount(c, "cdi-specs") || mountReadOnly(c, "cdi-specs") || !slices.Contains(c.Args, "--cdi-spec-dir=/var/run/cdi") {
+				t.Errorf("args %v, mounts %+v: want /var/run/cdi writable and passed", c.Args, c.VolumeMounts)
+			}
+			if find[*corev1.ConfigMap](ms, "ConfigMap", "gpunode-agent-device-plugin") != nil {
+				t.Error("a ConfigMap is rendered without a configuration")
+			}
+		}},
 	{"without the exporter the pod has only the agent and no port 9400", "exporter: {enabled: false}",
 		func(t *testing.T, ms []manifest) {
 			ds := agentDaemonSet(t, ms)
@@ -137,6 +181,10 @@ func containerNames(ds *appsv1.DaemonSet) []string {
 
 func hasMount(c *corev1.Container, volume string) bool {
 	return c != nil && slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == volume })
+}
+
+func mountReadOnly(c *corev1.Container, volume string) bool {
+	return c != nil && slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == volume && m.ReadOnly })
 }
 
 func hasEnv(c *corev1.Container, name string) bool {

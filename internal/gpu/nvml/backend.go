@@ -41,6 +41,8 @@ type Backend struct {
 
 	symMu   sync.Mutex
 	symbols map[string]bool // cache of LookupSymbol answers
+
+	topo topologyCache // the wiring changes only with the GPUs and their links
 }
 
 var _ gpu.Backend = (*Backend)(nil)
@@ -160,6 +162,7 @@ func (b *Backend) Snapshot(ctx context.Context) (*gpu.Snapshot, error) {
 		}
 		s.Devices = append(s.Devices, b.readDevice(i))
 	}
+	b.readTopology(s.Devices)
 	return s, nil
 }
 

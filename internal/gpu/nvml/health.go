@@ -84,6 +84,9 @@ func (r *reader) mig() {
 		r.d.MIG = gpu.MIG{}
 	case r.ok(gpu.FieldMIG, err):
 		r.d.MIG = gpu.MIG{Capable: true, Enabled: cur == gonvml.DEVICE_MIG_ENABLE, PendingEnabled: pending == gonvml.DEVICE_MIG_ENABLE}
+		if r.d.MIG.Enabled {
+			r.migDevices()
+		}
 	}
 }
 

@@ -104,6 +104,9 @@ func applyGPUSpec(sp gpuSpec, d *gpu.Device) *problem {
 		setIf(&d.MIG.Capable, m.Capable)
 		setIf(&d.MIG.Enabled, m.Enabled)
 		setIf(&d.MIG.PendingEnabled, m.PendingEnabled)
+		if p := applyMIGDevices(m.Devices, d); p != nil {
+			return p
+		}
 	}
 	return applyState(sp, d)
 }

@@ -90,6 +90,8 @@ type migSpec struct {
 	Capable        *bool `yaml:"capable"`
 	Enabled        *bool `yaml:"enabled"`
 	PendingEnabled *bool `yaml:"pendingEnabled"`
+	// Devices are the MIG devices' profile names, e.g. [3g.40gb, 2g.20gb, 1g.10gb].
+	Devices []string `yaml:"devices"`
 }
 
 // nvlinkSpec sets the number of links (0: the GPU has no NVLink) and which are down.

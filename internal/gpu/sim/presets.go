@@ -103,6 +103,7 @@ func PresetScenario(name string) (*Scenario, error) {
 	for i := range p.busIDs {
 		s.Devices = append(s.Devices, p.device(name, i))
 	}
+	wire(s.Devices)
 	return s, nil
 }
 

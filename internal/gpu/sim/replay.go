@@ -221,6 +221,8 @@ func markLost(d *gpu.Device) {
 func cloneDevice(d gpu.Device) gpu.Device {
 	d.ClockEvents = slices.Clone(d.ClockEvents)
 	d.NVLinks = slices.Clone(d.NVLinks)
+	d.Peers = slices.Clone(d.Peers)
+	d.MIGDevices = slices.Clone(d.MIGDevices)
 	if d.Errors != nil {
 		m := make(map[gpu.Field]gpu.FieldError, len(d.Errors))
 		for k, v := range d.Errors {

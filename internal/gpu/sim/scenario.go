@@ -109,6 +109,7 @@ func Parse(name string, data []byte) (*Scenario, error) {
 	if err := applyGPUSpecs(name, child(root, "gpus"), spec.GPUs, s.Devices, size); err != nil {
 		return nil, err
 	}
+	wire(s.Devices) // again: count and overrides change the layout
 	faults := child(root, "faults")
 	for i, fs := range spec.Faults {
 		n := item(faults, i)

@@ -1,0 +1,245 @@
+package deviceplugin
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/gpunode/gpunode/internal/labels"
+)
+
+// ConfigVersion is the configuration file version read (the version of NVIDIA's
+// k8s-device-plugin config file whose fields it shares).
+const ConfigVersion = "v1"
+
+// MIG strategies, as NVIDIA's device plugin and GPU Feature Discovery name them.
+const (
+	MIGNone   = "none"   // MIG devices are not advertised; GPUs in MIG mode are not either
+	MIGSingle = "single" // every GPU is in MIG mode with one profile: MIG devices as nvidia.com/gpu
+	MIGMixed  = "mixed"  // each MIG device as nvidia.com/mig-<profile>, whole GPUs as nvidia.com/gpu
+)
+
+// Sharing is the device plugin's configuration: the MIG strategy, the Allocate strategy
+// and time-slicing. The zero value advertises every whole GPU once by envvar.
+type Sharing struct {
+	// MIGStrategy is MIGNone (when empty), MIGSingle or MIGMixed.
+	MIGStrategy string
+	// Strategy is the Allocate strategy; "" leaves the command line's.
+	Strategy Strategy
+	// TimeSlicing shares resources between containers.
+	TimeSlicing TimeSlicing
+}
+
+// TimeSlicing is sharing.timeSlicing of the file.
+type TimeSlicing struct {
+	// RenameByDefault advertises each shared resource as <name>.shared unless it has its
+	// own rename.
+	RenameByDefault bool
+	// FailRequestsGreaterThanOne refuses a container that asks for more than one replica
+	// of a shared resource (it would get no more GPU time than with one).
+	FailRequestsGreaterThanOne bool
+	// Resources are the shared resources.
+	Resources []Replicated
+}
+
+// Replicated is one shared resource.
+type Replicated struct {
+	// Name is the resource shared: nvidia.com/gpu or nvidia.com/mig-<profile>.
+	Name string
+	// Rename is the name the replicas are advertised under; "" keeps Name (or
+	// <Name>.shared with RenameByDefault).
+	Rename string
+	// Replicas is how many devices each GPU (or MIG device) is advertised as; 1 = unshared.
+	Replicas int
+}
+
+// fileConfig is the file's shape; unknown keys are refused.
+type fileConfig struct {
+	Version string `yaml:"version"`
+	Flags   struct {
+		MIGStrategy string `yaml:"migStrategy"`
+		Plugin      struct {
+			DeviceListStrategy string `yaml:"deviceListStrategy"`
+		} `yaml:"plugin"`
+	} `yaml:"flags"`
+	Sharing struct {
+		TimeSlicing struct {
+			RenameByDefault            bool `yaml:"renameByDefault"`
+			FailRequestsGreaterThanOne bool `yaml:"failRequestsGreaterThanOne"`
+			Resources                  []struct {
+				Name     string `yaml:"name"`
+				Rename   string `yaml:"rename"`
+				Replicas int    `yaml:"replicas"`
+			} `yaml:"resources"`
+		} `yaml:"timeSlicing"`
+	} `yaml:"sharing"`
+}
+
+// ConfigError is a configuration file problem at a line (0 when the whole file).
+type ConfigError struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *ConfigError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	}
+	return e.File + ": " + e.Msg
+}
+
+// LoadConfig reads and parses a configuration file.
+func LoadConfig(path string) (Sharing, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Sharing{}, fmt.Errorf("device plugin config: %w", err)
+	}
+	return ParseConfig(path, data)
+}
+
+var (
+	yamlLineRE = regexp.MustCompile(`line (\d+): (.*)$`)
+	// resourceRE is a resource the plugin advertises: nvidia.com/gpu or nvidia.com/mig-<profile>.
+	resourceRE = regexp.MustCompile(`^nvidia\.com/(gpu|mig-[0-9a-z.+]+)$`)
+	// extendedRE is an extended resource name: a DNS-subdomain prefix and a name.
+	extendedRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`)
+)
+
+// ParseConfig parses a configuration file's bytes (name is for messages). Errors are
+// *ConfigError with the line of the offending key.
+func ParseConfig(name string, data []byte) (s Sharing, err error) {
+	defer func() {
+		if r := recover(); r != nil { // the YAML library is third-party code
+			s, err = Sharing{}, &ConfigError{File: name, Msg: fmt.Sprintf("YAML parser failed: %v", r)}
+		}
+	}()
+	var fc fileConfig
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&fc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return Sharing{}, &ConfigError{File: name, Msg: "empty configuration (want version: v1)"}
+		}
+		return Sharing{}, yamlConfigError(name, err)
+	}
+	var root yaml.Node
+	_ = yaml.Unmarshal(data, &root) // decoded above: cannot fail
+	at := func(path ...any) int { return lineAt(&root, path...) }
+	bad := func(line int, format string, args ...any) (Sharing, error) {
+		return Sharing{}, &ConfigError{File: name, Line: line, Msg: fmt.Sprintf(format, args...)}
+	}
+	if fc.Version != ConfigVersion {
+		return bad(at("version"), "version %q: want %s", fc.Version, ConfigVersion)
+	}
+	s.MIGStrategy = fc.Flags.MIGStrategy
+	if !slices.Contains([]string{"", MIGNone, MIGSingle, MIGMixed}, s.MIGStrategy) {
+		return bad(at("flags", "migStrategy"), "migStrategy %q: want none, single or mixed", s.MIGStrategy)
+	}
+	s.Strategy = Strategy(fc.Flags.Plugin.DeviceListStrategy)
+	if s.Strategy != "" && !slices.Contains(Strategies(), s.Strategy) {
+		return bad(at("flags", "plugin", "deviceListStrategy"), "deviceListStrategy %q: want one of %v", s.Strategy, Strategies())
+	}
+	ts := fc.Sharing.TimeSlicing
+	s.TimeSlicing = TimeSlicing{RenameByDefault: ts.RenameByDefault, FailRequestsGreaterThanOne: ts.FailRequestsGreaterThanOne}
+	seen := map[string]int{}
+	for i, r := range ts.Resources {
+		line := func(key string) int { return at("sharing", "timeSlicing", "resources", i, key) }
+		switch {
+		case !resourceRE.MatchString(r.Name):
+			return bad(line("name"), "resource name %q: want nvidia.com/gpu or nvidia.com/mig-<profile>", r.Name)
+		case r.Rename != "" && !extendedRE.MatchString(r.Rename):
+			return bad(line("rename"), "rename %q is not an extended resource name (domain/name)", r.Rename)
+		case r.Replicas < 1:
+			return bad(line("replicas"), "replicas %d: want at least 1", r.Replicas)
+		case r.Replicas > maxReplicas:
+			return bad(line("replicas"), "replicas %d: want at most %d", r.Replicas, maxReplicas)
+		}
+		if first, dup := seen[r.Name]; dup {
+			return bad(line("name"), "resource %s is shared twice (first at line %d)", r.Name, first)
+		}
+		seen[r.Name] = line("name")
+		s.TimeSlicing.Resources = append(s.TimeSlicing.Resources, Replicated{Name: r.Name, Rename: r.Rename, Replicas: r.Replicas})
+	}
+	return s, nil
+}
+
+// WithNodeLabels applies the node's labels.KeyReplicasOverride to the full-GPU resource's
+// replicas. A malformed value is an error naming the label.
+func (s Sharing) WithNodeLabels(nodeLabels map[string]string) (Sharing, error) {
+	v, ok := nodeLabels[labels.KeyReplicasOverride]
+	if !ok {
+		return s, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > maxReplicas {
+		return s, fmt.Errorf("node label %s=%q: want a number of replicas from 1 to %d", labels.KeyReplicasOverride, v, maxReplicas)
+	}
+	out := s
+	out.TimeSlicing.Resources = slices.Clone(s.TimeSlicing.Resources)
+	for i := range out.TimeSlicing.Resources {
+		if out.TimeSlicing.Resources[i].Name == ResourceName {
+			out.TimeSlicing.Resources[i].Replicas = n
+			return out, nil
+		}
+	}
+	out.TimeSlicing.Resources = append(out.TimeSlicing.Resources, Replicated{Name: ResourceName, Replicas: n})
+	return out, nil
+}
+
+// maxReplicas bounds the replicas per device (a typo of 10000 would flood the kubelet).
+const maxReplicas = 256
+
+func yamlConfigError(name string, err error) *ConfigError {
+	msg := err.Error()
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		msg = te.Errors[0]
+	}
+	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+		if line, convErr := strconv.Atoi(m[1]); convErr == nil {
+			return &ConfigError{File: name, Line: line, Msg: m[2]}
+		}
+	}
+	return &ConfigError{File: name, Msg: msg}
+}
+
+// lineAt is the line of the node at path (mapping keys and sequence indices), or of the
+// deepest node found on the way.
+func lineAt(root *yaml.Node, path ...any) int {
+	n := root
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	line := n.Line
+	for _, p := range path {
+		var next *yaml.Node
+		switch k := p.(type) {
+		case string:
+			if n.Kind == yaml.MappingNode {
+				for i := 0; i+1 < len(n.Content); i += 2 {
+					if n.Content[i].Value == k {
+						line, next = n.Content[i].Line, n.Content[i+1]
+					}
+				}
+			}
+		case int:
+			if n.Kind == yaml.SequenceNode && k < len(n.Content) {
+				next = n.Content[k]
+				line = next.Line
+			}
+		}
+		if next == nil {
+			return line
+		}
+		n = next
+	}
+	return line
+}
