@@ -23,6 +23,8 @@ type Verdict struct {
 	Message  string
 	Evidence []string
 	GPUs     []GPUResult
+	// Measurements: what a performance check measured, against what baseline.
+	Measurements []Measurement
 }
 
 func pass(msg string, args ...any) Verdict {

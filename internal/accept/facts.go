@@ -1,6 +1,7 @@
 package accept
 
 import (
+	"github.com/gpunode/gpunode/internal/frameworks"
 	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/host"
 	"github.com/gpunode/gpunode/internal/xid"
@@ -19,4 +20,14 @@ type Facts struct {
 	// XIDs seen in the kernel log since boot; KernelLogErr says why the log could not be read.
 	XIDs         []xid.Event
 	KernelLogErr error
+	// Performance is what the performance layer (L4) measured; PerformanceErr says why
+	// nothing was measured (no CUDA driver). Both nil: the layer's measurements were not
+	// gathered.
+	Performance    *Performance
+	PerformanceErr error
+	// Frameworks is the frameworks layer's (L5) report; FrameworksErr says why there is
+	// none or why the tests could not run (frameworks.ErrNoPython, ErrNoTorch, ErrNoCUDA
+	// make the layer skip; anything else fails it).
+	Frameworks    *frameworks.Report
+	FrameworksErr error
 }

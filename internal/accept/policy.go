@@ -68,6 +68,8 @@ type Thresholds struct {
 	MaxPowerPercent int `json:"maxPowerPercent" yaml:"maxPowerPercent"`
 	// IgnoreXIDs: XIDs since boot that do not fail acceptance (application-level ones).
 	IgnoreXIDs []int `json:"ignoreXIDs,omitempty" yaml:"ignoreXIDs"`
+	// MinPerformancePercent of the baseline a measured value must reach (default 90).
+	MinPerformancePercent int `json:"minPerformancePercent" yaml:"minPerformancePercent"`
 }
 
 // HostPolicy is what the node image must pin (seed 000 §2, §3, §7, §8, §9).
@@ -127,7 +129,8 @@ func DefaultPolicy() Policy {
 			MaxPowerPercent:            95,
 			// Application-level XIDs (catalog action IGNORE or RESTART_APP) do not make the
 			// hardware unfit; everything else since boot fails acceptance.
-			IgnoreXIDs: []int{8, 13, 31, 32, 38, 43, 44, 45, 63, 68, 69, 92, 94, 121, 137},
+			IgnoreXIDs:            []int{8, 13, 31, 32, 38, 43, 44, 45, 63, 68, 69, 92, 94, 121, 137},
+			MinPerformancePercent: 90,
 		},
 		Host: HostPolicy{
 			IOMMU: "any", CgroupVersion: 2, SecureBoot: "any", SMT: "any",

@@ -208,6 +208,7 @@ func (p *Policy) validate() error {
 		nonNegative("thresholds.maxRetiredPages", p.Thresholds.MaxRetiredPages),
 		nonNegative("thresholds.maxCorrectableRemappedRows", p.Thresholds.MaxCorrectableRemappedRows),
 		inRange("thresholds.maxPowerPercent", p.Thresholds.MaxPowerPercent, 1, 100),
+		inRange("thresholds.minPerformancePercent", p.Thresholds.MinPerformancePercent, 1, 100),
 		oneOf("host.iommu", p.Host.IOMMU, "any", "enabled", "passthrough", "disabled"),
 		oneOfInt("host.cgroupVersion", p.Host.CgroupVersion, 0, 1, 2),
 		oneOf("host.secureBoot", p.Host.SecureBoot, "any", "enabled", "disabled"),

@@ -76,6 +76,7 @@ thresholds:
   maxCorrectableRemappedRows: 40
   maxPowerPercent: 50
   ignoreXIDs: [13, 31]
+  minPerformancePercent: 85
 host:
   iommu: passthrough
   cgroupVersion: 1
@@ -105,7 +106,7 @@ func TestParsePolicySetsEveryField(t *testing.T) {
 		Versions: Versions{Driver: []string{">=550.54,<600", "=580.95.05"}, CUDA: []string{">=12.4"},
 			Kernel: []string{"6.8", "=6.8.0-45-generic"}, Containerd: []string{">=1.7.20"}},
 		Thresholds: Thresholds{MaxTemperatureC: 80, MaxPCIeReplays: 10, MaxCorrectedECC: 20, MaxRetiredPages: 30,
-			MaxCorrectableRemappedRows: 40, MaxPowerPercent: 50, IgnoreXIDs: []int{13, 31}},
+			MaxCorrectableRemappedRows: 40, MaxPowerPercent: 50, IgnoreXIDs: []int{13, 31}, MinPerformancePercent: 85},
 		Host: HostPolicy{IOMMU: "passthrough", CgroupVersion: 1, SecureBoot: "disabled", SMT: "off", MinShmMiB: 4096,
 			MinHugepages: 512, MinFreePercent: 20, MinFreeInodesPercent: 5, CacheDirs: []string{"/raid/models"},
 			TimeSync: no, NVIDIARuntime: "required", KubeletReservations: "require", GPUNUMALocal: no},
@@ -354,7 +355,7 @@ func FuzzParsePolicy(f *testing.F) {
 		}
 		seen := map[Layer]bool{}
 		for _, l := range p.Layers {
-			if !slices.Contains(NodeLocalLayers, l) || seen[l] {
+			if (!slices.Contains(NodeLocalLayers, l) && !slices.Contains(OnDemandLayers, l)) || seen[l] {
 				t.Errorf("accepted layers %q", p.Layers)
 			}
 			seen[l] = true

@@ -17,7 +17,10 @@ const (
 	LayerKubernetes Layer = "kubernetes" // L2: later (controller side)
 	LayerContainer  Layer = "container"  // L3: later
 	LayerFabric     Layer = "interconnect"
-	LayerFrameworks Layer = "frameworks"
+	// LayerPerformance (L4, with interconnect: seed 000 §11 layer 4 measures the devices)
+	// compares measured bandwidth and throughput with the model's baseline.
+	LayerPerformance Layer = "performance"
+	LayerFrameworks  Layer = "frameworks" // L5: PyTorch on the GPUs
 )
 
 // Code is the short name used in output ("L0").
@@ -31,7 +34,7 @@ func (l Layer) Code() string {
 		return "L2"
 	case LayerContainer:
 		return "L3"
-	case LayerFabric:
+	case LayerFabric, LayerPerformance:
 		return "L4"
 	case LayerFrameworks:
 		return "L5"
@@ -39,17 +42,23 @@ func (l Layer) Code() string {
 	return "L?"
 }
 
-// NodeLocalLayers are the layers `gpunode accept` can run on a node today.
+// NodeLocalLayers are the layers `gpunode accept` runs on a node by default: they read
+// facts only and finish in well under a second.
 var NodeLocalLayers = []Layer{LayerHost, LayerHardware}
 
-// ParseLayer converts a user's spelling ("host", "L0", "hardware", "l1") into a Layer.
+// OnDemandLayers are node-local layers that run workloads on the GPUs (seconds to
+// minutes): run only when named (--layers, or a policy's layers).
+var OnDemandLayers = []Layer{LayerPerformance, LayerFrameworks}
+
+// ParseLayer converts a user's spelling ("host", "L0", "hardware", "l1", "performance",
+// "L4", "frameworks", "L5") into a Layer.
 func ParseLayer(s string) (Layer, error) {
-	for _, l := range NodeLocalLayers {
+	for _, l := range append(append([]Layer{}, NodeLocalLayers...), OnDemandLayers...) {
 		if s == string(l) || strings.EqualFold(s, l.Code()) {
 			return l, nil
 		}
 	}
-	return "", fmt.Errorf("unknown layer %q (want one of: host (L0), hardware (L1))", s)
+	return "", fmt.Errorf("unknown layer %q (want one of: host (L0), hardware (L1), performance (L4), frameworks (L5))", s)
 }
 
 // Status is a check's verdict.
@@ -98,6 +107,8 @@ type Result struct {
 	Fix string `json:"fix,omitempty"`
 	// GPUs is each GPU's part in a per-GPU check (empty for node-level checks).
 	GPUs []GPUResult `json:"gpus,omitempty"`
+	// Measurements are the measured values of a performance check, with their baseline.
+	Measurements []Measurement `json:"measurements,omitempty"`
 }
 
 // GPUResult is one GPU's verdict inside a check.

@@ -35,6 +35,10 @@ func Checks(layers []Layer) []Check {
 			out = append(out, hostChecks()...)
 		case LayerHardware:
 			out = append(out, hardwareChecks()...)
+		case LayerPerformance:
+			out = append(out, performanceChecks()...)
+		case LayerFrameworks:
+			out = append(out, frameworksChecks()...)
 		}
 	}
 	return out
@@ -82,7 +86,7 @@ func runOne(c Check, f *Facts, p *Policy) (r Result) {
 		}
 	}()
 	v := c.Run(f, p)
-	r.Status, r.Message, r.Evidence, r.GPUs = v.Status, v.Message, v.Evidence, v.GPUs
+	r.Status, r.Message, r.Evidence, r.GPUs, r.Measurements = v.Status, v.Message, v.Evidence, v.GPUs, v.Measurements
 	if r.Status == "" {
 		r.Status = StatusFail
 		r.Message = "check returned no verdict (a gpunode bug)"

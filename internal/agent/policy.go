@@ -75,6 +75,9 @@ func thresholds(t *accept.Thresholds, in v1alpha1.Thresholds) {
 	if in.MaxPowerPercent != nil {
 		t.MaxPowerPercent = int(*in.MaxPowerPercent)
 	}
+	if in.MinPerformancePercent != nil {
+		t.MinPerformancePercent = int(*in.MinPerformancePercent)
+	}
 	if in.IgnoreXIDs != nil {
 		t.IgnoreXIDs = make([]int, len(in.IgnoreXIDs))
 		for i, x := range in.IgnoreXIDs {

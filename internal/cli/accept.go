@@ -27,6 +27,7 @@ type acceptOptions struct {
 	format      string
 	outputDir   string
 	quiet       bool
+	layerOpts   layerOptions
 }
 
 func newAcceptCommand() *cobra.Command {
@@ -46,16 +47,29 @@ Layers:
                fabric, persistence mode, MIG mode, driver and CUDA versions, XIDs since
                boot, the driver's recovery action
 
+Run only when named (--layers), as they put load on the GPUs (docs/performance.md):
+  L4 performance  HBM copy bandwidth and FP32 throughput of every GPU, measured through
+               the CUDA driver, against its model's baseline (built-in from vendor
+               specs, or --baseline FILE): below 90% fails
+               (thresholds.minPerformancePercent). FP64 and PCIe where measured.
+  L5 frameworks   an embedded PyTorch script run with python3: allocation and a checked
+               matmul on every GPU, an NCCL all-reduce across the GPUs, a checkpoint
+               save/restore round trip. No python3 or no torch: the layer skips.
+
 Each check passes, warns, fails or skips (a skip always says why). The node passes when
 no check fails. The record follows the node acceptance template field by field.
 
-Exit codes: 0 passed, 1 failed, 2 bad usage or bad input (policy or scenario file).`,
+Exit codes: 0 passed, 1 failed, 2 bad usage or bad input (policy, baseline or scenario file).`,
 		Example: `  # on a GPU node
   gpunode accept
   # anywhere, on 8 simulated H100s, writing the record as JSON and Markdown
   gpunode accept --sim h100x8 --output-dir ./records
   # with a policy, JSON on stdout
-  gpunode accept --policy examples/policies/h100x8.yaml --format json`,
+  gpunode accept --policy examples/policies/h100x8.yaml --format json
+  # performance against the baseline, and PyTorch on every GPU
+  gpunode accept --layers performance,frameworks -o json
+  # with this fleet's own expected values (docs/performance.md)
+  gpunode accept --layers performance --baseline baselines.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runAccept(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -66,7 +80,10 @@ Exit codes: 0 passed, 1 failed, 2 bad usage or bad input (policy or scenario fil
 	fs.StringVar(&o.policyFile, "policy", "", "acceptance policy YAML (default: the built-in policy; see docs/policy.md)")
 	fs.IntVar(&o.expectGPUs, "expect-gpus", 0, "expected GPU count (overrides the policy's expect.gpus)")
 	fs.StringVar(&o.expectModel, "expect-model", "", "expected GPU model as the driver names it, e.g. \"NVIDIA H100 80GB HBM3\" (overrides expect.model)")
-	fs.StringSliceVar(&o.layers, "layers", nil, "layers to run: host (L0), hardware (L1) (default: the policy's, else all)")
+	fs.StringSliceVar(&o.layers, "layers", nil, "layers to run: host (L0), hardware (L1), performance (L4), frameworks (L5) (default: the policy's, else L0 and L1)")
+	fs.StringVar(&o.layerOpts.baselineFile, "baseline", "", "performance baseline YAML over the built-in one (docs/performance.md)")
+	fs.StringVar(&o.layerOpts.python, "python", "python3", "Python interpreter for the frameworks layer")
+	fs.DurationVar(&o.layerOpts.frameworksTimeout, "frameworks-timeout", 5*time.Minute, "time limit of the frameworks layer's PyTorch script")
 	fs.StringVarP(&o.format, "format", "o", "table", "output format: table, json or markdown")
 	fs.StringVar(&o.outputDir, "output-dir", "", "also write the record as <id>.json and <id>.md into this folder")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
@@ -118,6 +135,13 @@ func runAccept(ctx context.Context, o *acceptOptions, out, errOut io.Writer) err
 	if err != nil {
 		return err
 	}
+	src, err := o.layerOpts.baselines()
+	if err != nil {
+		return err
+	}
+	if o.layerOpts.frameworksTimeout <= 0 {
+		return usageErrorf("--frameworks-timeout %s: must be positive", o.layerOpts.frameworksTimeout)
+	}
 	// The policy's cache folders are checked as well as those given with --cache-dir.
 	o.facts.cacheDirs = append(o.facts.cacheDirs, pol.Host.CacheDirs...)
 	prog := newProgress(errOut, o.quiet)
@@ -126,6 +150,7 @@ func runAccept(ctx context.Context, o *acceptOptions, out, errOut io.Writer) err
 		return err
 	}
 	defer g.Close()
+	gatherLayers(ctx, &o.layerOpts, g, pol.LayersOrDefault(), src, prog)
 	facts := g.Facts
 	rep, err := accept.Run(ctx, facts, &pol, time.Now, prog)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpunode/gpunode/internal/accept"
+	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/host"
 	"github.com/gpunode/gpunode/internal/host/simhost"
 )
@@ -61,6 +62,9 @@ type gathered struct {
 	KernelErr error
 	// Close releases the GPU backend.
 	Close func()
+	// Backend is the GPU backend the facts were read from (nil when none opened), for
+	// commands that go on to use it (accept's simulated performance measurements).
+	Backend gpu.Backend
 }
 
 // gather reads every fact once: GPUs, then the host (which needs the GPUs' bus ids), then
@@ -79,6 +83,7 @@ func gather(ctx context.Context, o *factOptions, p *progress) (*gathered, error)
 		f.GPUErr = err
 	} else {
 		g.Close = func() { _ = backend.Close() }
+		g.Backend = backend
 		f.GPU, f.GPUErr = backend.Snapshot(ctx)
 	}
 	p.stepDone("GPUs", f.GPUErr)

@@ -23,7 +23,7 @@ type Input struct {
 
 // Not-applicable reasons shared by several fields.
 const (
-	naNotInThisRun = "not measured by node-local acceptance (layers L0 host and L1 hardware)"
+	naNotInThisRun = "not run (gpunode accept --layers performance,frameworks runs layers L4 and L5)"
 )
 
 // Build assembles the record. It is pure: the same input gives the same record.
@@ -43,6 +43,7 @@ func Build(in Input) *Record {
 		r.Backend = f.GPU.Backend
 		r.GPUs = gpus(f.GPU, rep.Results)
 	}
+	r.Frameworks = f.Frameworks
 	r.Template = template(r, f)
 	r.ID = recordID(r)
 	return r
@@ -157,6 +158,7 @@ func template(r *Record, f *accept.Facts) Template {
 	t.NCCLRDMAStorageBaseline = Field{NotApplicable: "interconnect layer (L4) " + naNotInThisRun}
 	t.RepresentativeTraining = Field{NotApplicable: "frameworks layer (L5) " + naNotInThisRun}
 	t.RepresentativeInference = Field{NotApplicable: "frameworks layer (L5) " + naNotInThisRun}
+	layerTemplate(&t, rs)
 	t.ResultEvidenceURI = Field{Value: fmt.Sprintf("%s: %d pass, %d warn, %d fail, %d skip", r.Result, r.Summary.Pass, r.Summary.Warn, r.Summary.Fail, r.Summary.Skip)}
 	return t
 }

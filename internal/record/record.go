@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpunode/gpunode/internal/accept"
 	"github.com/gpunode/gpunode/internal/buildinfo"
+	"github.com/gpunode/gpunode/internal/frameworks"
 )
 
 // Record identity. The JSON schema is versioned: readers check APIVersion.
@@ -43,6 +44,9 @@ type Record struct {
 	GPUs     []GPU           `json:"gpus"`
 	Summary  accept.Summary  `json:"summary"`
 	Checks   []accept.Result `json:"checks"`
+	// Frameworks is the frameworks layer's (L5) report as its script wrote it, when that
+	// layer ran and the script reported.
+	Frameworks *frameworks.Report `json:"frameworks,omitempty"`
 }
 
 // PolicyRef names the policy a node was judged by.

@@ -54,6 +54,8 @@ func Markdown(w io.Writer, r *Record, jsonSHA256 string) error {
 		}
 		fmt.Fprintf(&b, "| %s | `%s` %s | %s |\n", badge(c.Status), c.ID, cell(c.Title), cell(c.Message))
 	}
+	performanceMarkdown(&b, r)
+	frameworksMarkdown(&b, r)
 	var bad []accept.Result
 	for _, c := range r.Checks {
 		if c.Status == accept.StatusFail || c.Status == accept.StatusWarn {

@@ -1,0 +1,5 @@
+#!/bin/sh
+# check_torch.py on a node whose second GPU computes a wrong matmul.
+cat <<'JSON'
+{"schema": "gpunode.dev/frameworks/v1", "python": "3.12.3", "torch": "2.11.0", "cuda": "13.0", "gpus": ["NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3"], "tests": [{"name": "allocate", "status": "pass", "message": "1 GiB allocated, written and read back on 2 GPUs", "seconds": 0.4}, {"name": "matmul", "status": "fail", "message": "GPU 1: 17 of 4194304 elements beyond the float32 rounding bound (worst 812.0x the bound)", "seconds": 1.1, "gpus": [{"index": 0, "status": "pass", "message": "ok"}, {"index": 1, "status": "fail", "message": "17 of 4194304 elements beyond the float32 rounding bound (worst 812.0x the bound)"}]}, {"name": "all-reduce", "status": "pass", "message": "NCCL all-reduce across 2 GPUs summed correctly, 256 MiB bus bandwidth 310.5 GB/s", "seconds": 6.2, "metrics": {"busbwGBps": 310.5}}, {"name": "checkpoint", "status": "pass", "message": "saved and restored", "seconds": 0.3}]}
+JSON
