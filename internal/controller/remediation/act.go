@@ -1,0 +1,198 @@
+package remediation
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1alpha1 "github.com/gpunode/gpunode/api/v1alpha1"
+	"github.com/gpunode/gpunode/internal/nodeops"
+	"github.com/gpunode/gpunode/internal/remediation"
+)
+
+// defaultDrainTimeout bounds one pass's eviction when Reconciler.DrainTimeout is zero.
+const defaultDrainTimeout = 10 * time.Second
+
+// agentSteps are the actions the agent carries out through spec.remediation.
+var agentSteps = map[remediation.ActionKind]v1alpha1.RemediationStep{
+	remediation.ActionCaptureEvidence: v1alpha1.StepCaptureEvidence,
+	remediation.ActionResetGPU:        v1alpha1.StepResetGPU,
+	remediation.ActionRebootNode:      v1alpha1.StepRebootNode,
+	remediation.ActionPowerCycle:      v1alpha1.StepPowerCycle,
+}
+
+// Request is the GPUNode update a decision makes: its State in the annotation, the agent's
+// latest request in spec.remediation, and an acceptance request in spec.acceptanceGeneration.
+// It is pure: upd is gn's copy with the changes, and requested lists the requests made.
+func Request(gn *v1alpha1.GPUNode, f remediation.Facts, d remediation.Decision) (upd *v1alpha1.GPUNode, requested []remediation.Action, err error) {
+	state, err := RenderState(d.State)
+	if err != nil {
+		return nil, nil, fmt.Errorf("persist remediation of GPUNode %q: %w", gn.Name, err)
+	}
+	upd = gn.DeepCopy()
+	if upd.Annotations == nil {
+		upd.Annotations = map[string]string{}
+	}
+	upd.Annotations[AnnotationState] = state
+	for _, a := range d.Actions {
+		if step, ok := agentSteps[a.Kind]; ok {
+			if cur := upd.Spec.Remediation; cur != nil && cur.ID >= a.ID {
+				continue // asked already: an ID is never asked twice, nor goes down
+			}
+			upd.Spec.Remediation = &v1alpha1.RemediationRequest{
+				ID: a.ID, Step: step, GPUs: f.UUIDs(a.GPUs), Reason: truncate(reasonOf(d), 256),
+			}
+			requested = append(requested, a)
+		}
+		if a.Kind == remediation.ActionRequestAcceptance && a.ID > upd.Spec.AcceptanceGeneration {
+			upd.Spec.AcceptanceGeneration = a.ID
+			upd.Spec.AcceptanceReason = truncate(fmt.Sprintf("remediation: after %s (%s)", d.State.Step, reasonOf(d)), 256)
+			requested = append(requested, a)
+		}
+	}
+	return upd, requested, nil
+}
+
+func reasonOf(d remediation.Decision) string {
+	if d.State.Reason != "" {
+		return d.State.Reason
+	}
+	return d.Message
+}
+
+// persist writes the decision's State together with the requests it makes, in one update
+// guarded by resourceVersion: a step is recorded as started in the same write that asks
+// for it, never after.
+func (r *Reconciler) persist(ctx context.Context, gn *v1alpha1.GPUNode, f remediation.Facts, d remediation.Decision) error {
+	upd, requested, err := Request(gn, f, d)
+	if err != nil {
+		return err
+	}
+	if equality.Semantic.DeepEqual(upd.Annotations, gn.Annotations) && equality.Semantic.DeepEqual(upd.Spec, gn.Spec) {
+		return nil
+	}
+	if err := r.Client.Patch(ctx, upd, client.MergeFromWithOptions(gn, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("persist remediation of GPUNode %q: %w", gn.Name, err)
+	}
+	// The patch's answer carries the stored status; keep this pass's view of it.
+	gn.ObjectMeta, gn.Spec = upd.ObjectMeta, upd.Spec
+	for _, a := range requested {
+		r.Recorder.Eventf(gn, nil, corev1.EventTypeNormal, d.Reason, "Request"+camel(string(a.Kind)),
+			"requested %s (id %d) for %s: %s", a.Kind, a.ID, gpuText(f.UUIDs(a.GPUs)), d.Message)
+	}
+	return nil
+}
+
+// applyHold places or releases remediation's hold as the decision says; placed reports a
+// new hold placed.
+func (r *Reconciler) applyHold(ctx context.Context, gn *v1alpha1.GPUNode, d remediation.Decision) (placed bool, err error) {
+	ops := nodeops.Ops{Client: r.Client, Clock: r.Clock.Now}
+	switch d.Hold {
+	case remediation.HoldPlace:
+		if err := ops.Hold(ctx, gn.Spec.NodeName, remediation.OwnerRemediation, d.HoldReason); err != nil {
+			return false, fmt.Errorf("hold GPUNode %q for remediation: %w", gn.Name, err)
+		}
+		r.Recorder.Eventf(gn, nil, corev1.EventTypeWarning, d.Reason, "Hold", "%s", d.HoldReason)
+		return true, nil
+	case remediation.HoldRelease:
+		if err := ops.Release(ctx, gn.Spec.NodeName, remediation.OwnerRemediation); err != nil {
+			return false, fmt.Errorf("release GPUNode %q from remediation: %w", gn.Name, err)
+		}
+		r.Recorder.Eventf(gn, nil, corev1.EventTypeNormal, d.Reason, "Release", "%s", d.Message)
+	}
+	return false, nil
+}
+
+// act carries out the controller's own actions; the agent's were asked for by persist.
+func (r *Reconciler) act(ctx context.Context, gn *v1alpha1.GPUNode, d remediation.Decision) error {
+	for _, a := range d.Actions {
+		switch a.Kind {
+		case remediation.ActionEvictPods:
+			if err := r.evict(ctx, gn, a); err != nil {
+				return err
+			}
+		case remediation.ActionReloadDriver:
+			// Not carried out yet: the step times out and the ladder escalates past it.
+			r.Recorder.Eventf(gn, nil, corev1.EventTypeWarning, "ReloadDriverUnsupported", "ReloadDriver",
+				"reload-driver (id %d) is not carried out by this controller yet; it will time out and escalate", a.ID)
+		}
+	}
+	return nil
+}
+
+// evict drains the pods of the action's GPUs: every pod of the node for a node-wide action,
+// otherwise the pods the latest evidence bundle names. One pass drains for at most
+// DrainTimeout; the decision asks again while pods remain.
+func (r *Reconciler) evict(ctx context.Context, gn *v1alpha1.GPUNode, a remediation.Action) error {
+	filter := nodeops.AllPods()
+	if len(a.GPUs) > 0 {
+		keys := evidencePods(gn)
+		if len(keys) == 0 {
+			r.Recorder.Eventf(gn, nil, corev1.EventTypeWarning, "NoPodsKnown", "EvictPods",
+				"evict-pods for GPU %v: no pod list for the GPUs is known, nothing evicted", a.GPUs)
+			return nil
+		}
+		filter = nodeops.OnlyPods(keys...)
+	}
+	timeout := r.DrainTimeout
+	if timeout <= 0 {
+		timeout = defaultDrainTimeout
+	}
+	res, err := nodeops.Drainer{Client: r.Client}.Drain(ctx, gn.Spec.NodeName, nodeops.DrainOptions{Pods: filter, Timeout: timeout})
+	if err != nil {
+		return fmt.Errorf("evict pods of GPUNode %q: %w", gn.Name, err)
+	}
+	log.FromContext(ctx).Info("evicted pods", "result", res.String())
+	typ := corev1.EventTypeNormal
+	if !res.Done() {
+		typ = corev1.EventTypeWarning
+	}
+	r.Recorder.Eventf(gn, nil, typ, "EvictPods", "EvictPods", "%s", res.String())
+	return nil
+}
+
+// evidencePods are the pods the agent's latest evidence bundle names ("namespace/name").
+func evidencePods(gn *v1alpha1.GPUNode) []types.NamespacedName {
+	a := gn.Status.RemediationAnswer
+	if a == nil || a.Evidence == nil {
+		return nil
+	}
+	var out []types.NamespacedName
+	for _, p := range a.Evidence.Pods {
+		if ns, name, ok := strings.Cut(p, "/"); ok {
+			out = append(out, types.NamespacedName{Namespace: ns, Name: name})
+		}
+	}
+	return out
+}
+
+func camel(kebab string) string {
+	parts := strings.Split(kebab, "-")
+	for i, p := range parts {
+		if p != "" {
+			parts[i] = strings.ToUpper(p[:1]) + p[1:]
+		}
+	}
+	return strings.Join(parts, "")
+}
+
+func gpuText(uuids []string) string {
+	if len(uuids) == 0 {
+		return "the whole node"
+	}
+	return strings.Join(uuids, ",")
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "")
+}

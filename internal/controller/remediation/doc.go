@@ -1,0 +1,17 @@
+// Package remediation is the controller that isolates and recovers faulty GPU nodes. It
+// maps each GPUNode (its GPUs' health, its Node's holds, its pool's GPUNodePolicy and the
+// agent's answers) into internal/remediation's Facts, decides over the whole fleet with
+// remediation.DecideFleet, and carries the node's decision out in the order that makes it
+// crash-safe:
+//
+//  1. persist: the decision's State as JSON in the GPUNode annotation
+//     gpunode.dev/remediation-state, in the same update as the agent's request
+//     (spec.remediation: capture-evidence, reset-gpu, reboot-node, power-cycle) and the
+//     acceptance request (spec.acceptanceGeneration);
+//  2. hold: place or release the hold of owner "remediation" on the Node (nodeops);
+//  3. act: the controller's own actions (evict-pods through the Eviction API);
+//  4. mirror: a summary into status.remediation and status.phase, and Events.
+//
+// It runs one worker so that the budget every pass computes counts the holds the
+// previous passes placed.
+package remediation

@@ -1,0 +1,184 @@
+package remediation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1alpha1 "github.com/gpunode/gpunode/api/v1alpha1"
+	"github.com/gpunode/gpunode/internal/remediation"
+)
+
+// Name is the controller's name and its event reporter.
+const Name = "gpunode-remediation"
+
+// conflictRetry is when a pass that lost an optimistic-concurrency race runs again.
+const conflictRetry = 200 * time.Millisecond
+
+// The RBAC the Reconciler uses.
+// +kubebuilder:rbac:groups=gpunode.dev,resources=gpunodes,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=gpunode.dev,resources=gpunodes/status,verbs=get;patch
+// +kubebuilder:rbac:groups=gpunode.dev,resources=gpunodepolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=gpunode.dev,resources=gpunodepolicies/status,verbs=get;patch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list
+// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconciler isolates and recovers faulty GPU nodes: it maps each GPUNode into
+// remediation.Facts, decides over the whole fleet (budget, breakers), persists the
+// decision's State, applies its hold and carries out its actions, in that order.
+//
+// It runs one worker: every pass sees the holds the previous passes placed, so the budget
+// is never exceeded by two passes deciding at once. Client must read Nodes and Pods from
+// the API server (ClientOptions).
+type Reconciler struct {
+	// Client reads and writes GPUNodes and policies (cached), Nodes and Pods (uncached).
+	Client client.Client
+	// Recorder emits Events on GPUNodes.
+	Recorder events.EventRecorder
+	// Clock is the decisions' time.
+	Clock clock.PassiveClock
+	// DrainTimeout bounds the eviction one pass carries out for an evict-pods action (the
+	// decision asks again while pods remain); zero means 10 seconds.
+	DrainTimeout time.Duration
+}
+
+// ClientOptions are the manager's client options the Reconciler needs: Nodes and Pods are
+// read from the API server, not cached.
+func ClientOptions() client.Options {
+	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Node{}, &corev1.Pod{}}}}
+}
+
+// SetupWithManager registers the Reconciler with mgr, with one worker: it watches GPUNodes
+// and GPUNodePolicies (a change re-examines every GPUNode).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	var missing []error
+	if r.Client == nil {
+		missing = append(missing, errors.New("no Client"))
+	}
+	if r.Recorder == nil {
+		missing = append(missing, errors.New("no Recorder"))
+	}
+	if r.Clock == nil {
+		missing = append(missing, errors.New("no Clock"))
+	}
+	if mgr == nil {
+		missing = append(missing, errors.New("no manager"))
+	}
+	if err := errors.Join(missing...); err != nil {
+		return fmt.Errorf("setting up the %s controller: %w", Name, err)
+	}
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named(Name).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		For(&v1alpha1.GPUNode{}).
+		Watches(&v1alpha1.GPUNodePolicy{}, handler.EnqueueRequestsFromMapFunc(r.everyGPUNode)).
+		Complete(r)
+	if err != nil {
+		return fmt.Errorf("setting up the %s controller: %w", Name, err)
+	}
+	return nil
+}
+
+func (r *Reconciler) everyGPUNode(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list v1alpha1.GPUNodeList
+	if err := r.Client.List(ctx, &list); err != nil {
+		log.FromContext(ctx).Error(err, "listing GPUNodes after a policy change")
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, gn := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: gn.Name}})
+	}
+	return out
+}
+
+// Reconcile decides one GPUNode and carries the decision out: persist the State (with the
+// agent request or the acceptance request in the same update), apply the hold, carry out
+// the controller's actions, then mirror a summary into status.remediation. When the pass
+// placed remediation's hold, it decides once more on the new facts, so that the first
+// action follows the hold in the same pass.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	defer func() {
+		if retErr != nil && apierrors.IsConflict(retErr) {
+			log.FromContext(ctx).V(1).Info("the GPUNode changed meanwhile; running the pass again", "error", retErr.Error())
+			res, retErr = ctrl.Result{RequeueAfter: conflictRetry}, nil
+		}
+	}()
+	for range 2 {
+		again, res, err := r.pass(ctx, req.Name)
+		if err != nil || !again {
+			return res, err
+		}
+	}
+	return ctrl.Result{RequeueAfter: conflictRetry}, nil
+}
+
+// pass is one decision on GPUNode name, carried out; again reports that it placed the hold.
+func (r *Reconciler) pass(ctx context.Context, name string) (again bool, res ctrl.Result, err error) {
+	gn := &v1alpha1.GPUNode{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, gn); err != nil {
+		return false, ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if gn.DeletionTimestamp != nil {
+		return false, ctrl.Result{}, nil
+	}
+	now := r.Clock.Now()
+	fl, err := r.loadFleet(ctx, gn)
+	if err != nil || fl == nil {
+		return false, ctrl.Result{}, err
+	}
+	plan, decisions := remediation.DecideFleet(fl.fleet, now)
+	if err := r.persistBreakers(ctx, fl, plan); err != nil {
+		return false, ctrl.Result{}, err
+	}
+	d := decisions[fl.self]
+	facts := fl.fleet.Nodes[fl.self]
+	base := gn.DeepCopy()
+	if err := r.persist(ctx, gn, facts, d); err != nil {
+		return false, ctrl.Result{}, err
+	}
+	placed, err := r.applyHold(ctx, gn, d)
+	if err != nil {
+		return false, ctrl.Result{}, err
+	}
+	if err := r.act(ctx, gn, d); err != nil {
+		return false, ctrl.Result{}, err
+	}
+	mirror(gn, facts, d)
+	if err := r.patchStatus(ctx, base, gn); err != nil {
+		return false, ctrl.Result{}, err
+	}
+	if placed && len(d.Actions) == 0 {
+		return true, ctrl.Result{}, nil
+	}
+	return false, ctrl.Result{RequeueAfter: d.RequeueAfter(now)}, nil
+}
+
+// patchStatus writes gn's status if it differs from base's, guarded by resourceVersion.
+func (r *Reconciler) patchStatus(ctx context.Context, base, gn *v1alpha1.GPUNode) error {
+	if equality.Semantic.DeepEqual(base.Status, gn.Status) {
+		return nil
+	}
+	before := &v1alpha1.GPUNode{ObjectMeta: *gn.ObjectMeta.DeepCopy(), Spec: gn.Spec, Status: base.Status}
+	if err := r.Client.Status().Patch(ctx, gn, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("patch status of GPUNode %q: %w", gn.Name, err)
+	}
+	return nil
+}
