@@ -19,6 +19,10 @@ const (
 	// AnnotationResumeRemediation, on a GPUNodePolicy, resumes automation after the pool's
 	// circuit breaker tripped: its value is an RFC 3339 time later than the trip.
 	AnnotationResumeRemediation = "gpunode.dev/resume-remediation"
+	// AnnotationRemediationState, on a GPUNode, is the remediation controller's decision
+	// state (internal/remediation.State as JSON); its "phase" is the node's lifecycle phase
+	// while remediation has a claim on the node.
+	AnnotationRemediationState = "gpunode.dev/remediation-state"
 
 	// LabelAcceleratorClass and the other platform labels are written by the agent.
 	LabelAcceleratorClass = "gpunode.dev/accelerator-class"

@@ -19,6 +19,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/gpunode/gpunode/internal/controller/acceptance"
+	"github.com/gpunode/gpunode/internal/controller/remediation"
 )
 
 // leaderElectionID names the controller's Lease.
@@ -32,18 +33,26 @@ type controllerOptions struct {
 	healthProbeAddress string
 	qps                float32
 	burst              int
+	remediation        bool
 }
 
 func newControllerCommand() *cobra.Command {
 	o := &controllerOptions{}
 	cmd := &cobra.Command{
 		Use:   "controller",
-		Short: "Run the cluster controller: acceptance gating of GPU nodes",
+		Short: "Run the cluster controller: acceptance gating and remediation of GPU nodes",
 		Long: `Run gpunode's cluster controller (one per cluster, as a Deployment). For each GPUNode it
 selects a GPUNodePolicy (nodeSelector on the Node's labels; highest priority wins), asks the
 node's agent for an acceptance run when the node is new or its policy, GPU inventory or driver
 changed, judges the AcceptanceRecord against the policy, and releases the node's acceptance
 hold when it passes, or keeps it, with the reason in status and an Event, when it fails.
+
+With --remediation (the default) it also isolates and recovers faulty nodes: a GPU whose
+health engine requires an action holds the node (owner remediation), the agent captures an
+evidence bundle, and the recovery ladder runs (restart-app, reset-gpu, reload-driver,
+reboot-node, power-cycle), each step followed by acceptance, within each pool's budget and
+circuit breaker, ending in Maintenance when nothing clears the fault. A pool turns it off
+with spec.remediation.disabled; docs/remediation.md has the rules.
 
 With --leader-elect (the default) only the replica holding the Lease
 ` + leaderElectionID + ` in --leader-election-namespace acts. Metrics are served on
@@ -58,6 +67,7 @@ With --leader-elect (the default) only the replica holding the Lease
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the pod's service account)")
+	fs.BoolVar(&o.remediation, "remediation", true, "isolate and recover faulty GPU nodes (false: acceptance gating only)")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "act only while holding the leader Lease (run more than one replica safely)")
 	fs.StringVar(&o.leaderElectionNS, "leader-election-namespace", "gpunode-system", "namespace of the leader Lease")
 	fs.StringVar(&o.metricsAddress, "metrics-bind-address", ":8080", `address of the metrics endpoint ("0": off)`)
@@ -101,7 +111,7 @@ func runController(ctx context.Context, o *controllerOptions, stderr io.Writer) 
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
-		Client:                        acceptance.ClientOptions(),
+		Client:                        remediation.ClientOptions(), // Nodes and Pods uncached: a superset of acceptance's
 		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddress},
 		HealthProbeBindAddress:        o.healthProbeAddress,
 		LeaderElection:                o.leaderElect,
@@ -116,6 +126,12 @@ func runController(ctx context.Context, o *controllerOptions, stderr io.Writer) 
 	r := &acceptance.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(acceptance.Name), Clock: clock.RealClock{}}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err
+	}
+	if o.remediation {
+		rr := &remediation.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(remediation.Name), Clock: clock.RealClock{}}
+		if err := rr.SetupWithManager(mgr); err != nil {
+			return err
+		}
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding the health check: %w", err)

@@ -1,6 +1,7 @@
 package acceptance
 
 import (
+	"encoding/json"
 	"regexp"
 	"strings"
 	"time"
@@ -31,6 +32,28 @@ var ownerPhases = map[string]v1alpha1.Phase{
 var ownedElsewhere = map[v1alpha1.Phase]bool{
 	v1alpha1.PhaseSuspect: true, v1alpha1.PhaseQuarantined: true, v1alpha1.PhaseRecovering: true,
 	v1alpha1.PhaseMaintenance: true, v1alpha1.PhaseUpgrading: true,
+}
+
+// RemediationPhase is the phase the remediation controller's state on gn gives the node
+// (Suspect, Quarantined, Recovering, Accepting, Maintenance), or "" when remediation has no
+// claim on it (or its state cannot be read: the remediation controller reports that). One
+// rule for both controllers, so that they never write different phases in turn.
+func RemediationPhase(gn *v1alpha1.GPUNode) v1alpha1.Phase {
+	v := gn.Annotations[v1alpha1.AnnotationRemediationState]
+	if v == "" {
+		return ""
+	}
+	var st struct {
+		Phase v1alpha1.Phase `json:"phase"`
+	}
+	if err := json.Unmarshal([]byte(v), &st); err != nil {
+		return ""
+	}
+	switch st.Phase {
+	case v1alpha1.PhaseSuspect, v1alpha1.PhaseQuarantined, v1alpha1.PhaseRecovering, v1alpha1.PhaseAccepting, v1alpha1.PhaseMaintenance:
+		return st.Phase
+	}
+	return ""
 }
 
 // DecidePhase returns the node's phase. With holds, the oldest hold's owner decides: an

@@ -57,3 +57,29 @@ func TestStatusHoldsKeepTheReasonInTheMessageAndTheTaintFormInTheReason(t *testi
 }
 
 func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
+
+func TestRemediationPhase(t *testing.T) {
+	tests := []struct {
+		name  string
+		state string
+		want  v1alpha1.Phase
+	}{
+		{"a node without remediation state has no remediation phase", "", ""},
+		{"remediation accepting a node after a reset gives Accepting", `{"phase":"Accepting","step":"reset-gpu"}`, v1alpha1.PhaseAccepting},
+		{"a node waiting for budget is Suspect", `{"phase":"Suspect"}`, v1alpha1.PhaseSuspect},
+		{"remediation that let go of the node leaves the phase to acceptance", `{"attempts":[{"step":"reset-gpu"}]}`, ""},
+		{"a phase remediation does not own is ignored", `{"phase":"InService"}`, ""},
+		{"unreadable state is no claim (the remediation controller reports it)", `{"phase":`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gn := &v1alpha1.GPUNode{}
+			if tt.state != "" {
+				gn.Annotations = map[string]string{v1alpha1.AnnotationRemediationState: tt.state}
+			}
+			if got := RemediationPhase(gn); got != tt.want {
+				t.Errorf("RemediationPhase = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

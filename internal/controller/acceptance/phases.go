@@ -147,6 +147,10 @@ func (r *Reconciler) reflect(ctx context.Context, s *scope) error {
 	}
 	s.gn.Status.Holds = StatusHolds(holds)
 	accepted := meta.IsStatusConditionTrue(s.gn.Status.Conditions, ConditionAccepted)
+	if p := RemediationPhase(s.gn); p != "" { // remediation has a claim on the node: its phase
+		s.gn.Status.Phase = p
+		return nil
+	}
 	s.gn.Status.Phase = DecidePhase(s.gn.Status.Phase, holds, accepted, InventoryPublished(s.gn))
 	return nil
 }

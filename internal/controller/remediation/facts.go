@@ -18,7 +18,7 @@ import (
 // AnnotationState is the GPUNode annotation holding remediation.State as JSON. It is
 // written in the same update as spec.remediation and spec.acceptanceGeneration, so a step
 // is recorded as started before (never after) the agent can see the request for it.
-const AnnotationState = "gpunode.dev/remediation-state"
+const AnnotationState = v1alpha1.AnnotationRemediationState
 
 // ReadState returns the State persisted on gn; a GPUNode without the annotation has the
 // zero State. A malformed annotation is an error: nothing is decided for the node until a
