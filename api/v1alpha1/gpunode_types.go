@@ -196,6 +196,16 @@ type GPUHealth struct {
 	// AwaitingCheck: a recovery covering Action was carried out; the checks decide.
 	// +optional
 	AwaitingCheck bool `json:"awaitingCheck,omitempty"`
+	// Pods using the GPU ("namespace/name"), as the kubelet's pod-resources API reports
+	// them; absent when the agent does not read pod resources.
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=317
+	// +optional
+	Pods []string `json:"pods,omitempty"`
+	// Processes holding a context on the GPU, as the driver reports them; absent when unknown.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Processes *int32 `json:"processes,omitempty"`
 }
 
 // Hold keeps a node out of service until its owner releases it.
