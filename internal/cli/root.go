@@ -30,7 +30,7 @@ Exit codes: 0 ok/passed, 1 failed, 2 bad usage or bad input.`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
-	root.AddCommand(newVersionCommand(), newInventoryCommand(), newAcceptCommand(), newDoctorCommand(), newMonitorCommand(), newXIDCommand(), newExporterCommand(), newControllerCommand(), newAgentCommand())
+	root.AddCommand(newVersionCommand(), newInventoryCommand(), newAcceptCommand(), newDoctorCommand(), newMonitorCommand(), newXIDCommand(), newExporterCommand(), newControllerCommand(), newAgentCommand(), newStressCommand())
 	return root
 }
 

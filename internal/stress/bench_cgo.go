@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // HBMBandwidth copies bytes device-to-device iters times on device dev with
@@ -17,8 +18,18 @@ import (
 // against the source pattern (a mismatch wraps ErrSilentDataCorruption).
 // Without the driver it returns an error wrapping ErrNoCUDA.
 func HBMBandwidth(ctx context.Context, dev int, bytes uint64, iters int) ([]Result, error) {
+	return RunHBM(ctx, dev, bytes, iters, 0)
+}
+
+// RunHBM is HBMBandwidth that keeps each method busy for a share of d: it
+// repeats batches of iters timed copies until their GPU time reaches d divided
+// by the number of methods (at least one batch each).
+func RunHBM(ctx context.Context, dev int, bytes uint64, iters int, d time.Duration) ([]Result, error) {
 	if err := validateCopy(bytes, iters); err != nil {
 		return nil, err
+	}
+	if d < 0 {
+		return nil, fmt.Errorf("%w: duration %s must not be negative", ErrBadInput, d)
 	}
 	var results []Result
 	err := withDevice(ctx, dev, func(s *session) (err error) {
@@ -57,7 +68,7 @@ func HBMBandwidth(ctx context.Context, dev int, bytes uint64, iters int) ([]Resu
 			{MethodKernelX4Hint, kernel(kernelCopyX4CS)},
 		}
 		for _, m := range methods {
-			r, err := measureCopy(ctx, s, m.copy, dst, bytes, iters)
+			r, err := measureCopy(ctx, s, m.copy, dst, bytes, iters, d/time.Duration(len(methods)))
 			if err != nil {
 				return fmt.Errorf("%s: %w", m.name, err)
 			}
@@ -69,9 +80,10 @@ func HBMBandwidth(ctx context.Context, dev int, bytes uint64, iters int) ([]Resu
 	return results, err
 }
 
-// measureCopy zeroes dst, runs one untimed copy, times iters copies and checks
-// samples of dst.
-func measureCopy(ctx context.Context, s *session, copyOnce func() error, dst C.CUdeviceptr, bytes uint64, iters int) (Result, error) {
+// measureCopy zeroes dst, runs one untimed copy, times batches of iters copies
+// until their GPU time reaches budget (one batch at least) and checks samples
+// of dst.
+func measureCopy(ctx context.Context, s *session, copyOnce func() error, dst C.CUdeviceptr, bytes uint64, iters int, budget time.Duration) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
@@ -84,17 +96,20 @@ func measureCopy(ctx context.Context, s *session, copyOnce func() error, dst C.C
 	if err := s.sync(); err != nil {
 		return Result{}, err
 	}
-	secs, err := s.timed(func() error {
-		for range iters {
-			if err := copyOnce(); err != nil {
-				return err
-			}
+	var secs float64
+	batches := 0
+	for batches == 0 || secs < budget.Seconds() {
+		if err := ctx.Err(); err != nil {
+			return Result{}, err
 		}
-		return nil
-	})
-	if err != nil {
-		return Result{}, err
+		t, err := s.timed(func() error { return repeat(iters, copyOnce) })
+		if err != nil {
+			return Result{}, err
+		}
+		secs += t
+		batches++
 	}
+	iters *= batches
 	const win = 64 << 10
 	buf := make([]byte, min(win, bytes))
 	for _, off := range sampleWindows(bytes, uint64(len(buf))) {
@@ -114,47 +129,7 @@ func measureCopy(ctx context.Context, s *session, copyOnce func() error, dst C.C
 // result with Checked false and an error wrapping ErrSilentDataCorruption.
 // Without the driver it returns an error wrapping ErrNoCUDA.
 func FP32(ctx context.Context, dev int, iters int) (FP32Result, error) {
-	if err := validateFP32(iters); err != nil {
-		return FP32Result{}, err
-	}
-	var res FP32Result
-	err := withDevice(ctx, dev, func(s *session) (err error) {
-		fns, unload, err := s.module(kernelFMA)
-		if err != nil {
-			return err
-		}
-		defer func() { err = errors.Join(err, unload()) }()
-		blocks := max(1, s.sms*blocksPerSM)
-		threads := blocks * blockThreads
-		out, err := s.alloc(uint64(threads) * 4)
-		if err != nil {
-			return err
-		}
-		defer s.free(out, &err)
-		launch := func() error {
-			return check("cuLaunchKernel "+kernelFMA, C.launch_fma(fns[kernelFMA], C.uint(blocks),
-				blockThreads, out, C.int(iters), C.float(fmaA), C.float(fmaB)))
-		}
-		if err := launch(); err != nil {
-			return err
-		}
-		if err := s.sync(); err != nil {
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		secs, err := s.timed(launch)
-		if err != nil {
-			return err
-		}
-		buf := make([]byte, threads*4)
-		if err := s.copyToHost(buf, out); err != nil {
-			return err
-		}
-		res = FP32Result{Device: s.name, Threads: threads, Iters: iters, Seconds: secs,
-			TFLOPs: fmaTFLOPs(threads, iters, secs)}
-		return checkFP32(&res, buf, expectedFP32(iters, fmaA, fmaB))
-	})
-	return res, err
+	r, err := RunFMA(ctx, dev, PrecisionFP32, iters, 0)
+	return FP32Result{Device: r.Device, Threads: r.Threads, Iters: r.Iters, Seconds: r.Seconds,
+		TFLOPs: r.TFLOPs, Checked: r.Checked, Mismatches: r.Mismatches}, err
 }

@@ -33,6 +33,17 @@ static CUresult (*p_cuEventElapsedTime)(float *, CUevent, CUevent);
 static CUresult (*p_cuEventDestroy)(CUevent);
 static CUresult (*p_cuGetErrorString)(CUresult, const char **);
 static CUresult (*p_cuGetErrorName)(CUresult, const char **);
+static CUresult (*p_cuDeviceGetPCIBusId)(char *, int, CUdevice);
+static CUresult (*p_cuDeviceTotalMem)(size_t *, CUdevice);
+static CUresult (*p_cuMemGetInfo)(size_t *, size_t *);
+static CUresult (*p_cuMemHostAlloc)(void **, size_t, unsigned int);
+static CUresult (*p_cuMemFreeHost)(void *);
+static CUresult (*p_cuMemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
+static CUresult (*p_cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+static CUresult (*p_cuMemcpyPeerAsync)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream);
+static CUresult (*p_cuDeviceCanAccessPeer)(int *, CUdevice, CUdevice);
+static CUresult (*p_cuCtxEnablePeerAccess)(CUcontext, unsigned int);
+static CUresult (*p_cuCtxDisablePeerAccess)(CUcontext);
 
 // cu_load opens lib and resolves every entry point: 0 ok, 1 no library, 2 a symbol missing.
 int cu_load(const char *lib) {
@@ -68,6 +79,17 @@ int cu_load(const char *lib) {
 	SYM2(p_cuEventDestroy, "cuEventDestroy_v2", "cuEventDestroy");
 	SYM(p_cuGetErrorString, "cuGetErrorString");
 	SYM(p_cuGetErrorName, "cuGetErrorName");
+	SYM(p_cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId");
+	SYM(p_cuDeviceTotalMem, "cuDeviceTotalMem_v2");
+	SYM(p_cuMemGetInfo, "cuMemGetInfo_v2");
+	SYM(p_cuMemHostAlloc, "cuMemHostAlloc");
+	SYM(p_cuMemFreeHost, "cuMemFreeHost");
+	SYM(p_cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
+	SYM(p_cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
+	SYM(p_cuMemcpyPeerAsync, "cuMemcpyPeerAsync");
+	SYM(p_cuDeviceCanAccessPeer, "cuDeviceCanAccessPeer");
+	SYM(p_cuCtxEnablePeerAccess, "cuCtxEnablePeerAccess");
+	SYM(p_cuCtxDisablePeerAccess, "cuCtxDisablePeerAccess");
 	cu_handle = h;
 	return 0;
 }
@@ -96,6 +118,19 @@ CUresult w_cuEventRecord(CUevent e) { return p_cuEventRecord(e, (CUstream)0); }
 CUresult w_cuEventSynchronize(CUevent e) { return p_cuEventSynchronize(e); }
 CUresult w_cuEventElapsedTime(float *ms, CUevent a, CUevent b) { return p_cuEventElapsedTime(ms, a, b); }
 CUresult w_cuEventDestroy(CUevent e) { return p_cuEventDestroy(e); }
+CUresult w_cuDeviceGetPCIBusId(char *s, int n, CUdevice d) { return p_cuDeviceGetPCIBusId(s, n, d); }
+CUresult w_cuDeviceTotalMem(size_t *b, CUdevice d) { return p_cuDeviceTotalMem(b, d); }
+CUresult w_cuMemGetInfo(size_t *free, size_t *total) { return p_cuMemGetInfo(free, total); }
+CUresult w_cuMemHostAlloc(void **p, size_t n) { return p_cuMemHostAlloc(p, n, 0); }
+CUresult w_cuMemFreeHost(void *p) { return p_cuMemFreeHost(p); }
+CUresult w_cuMemcpyHtoDAsync(CUdeviceptr d, const void *s, size_t n) { return p_cuMemcpyHtoDAsync(d, s, n, (CUstream)0); }
+CUresult w_cuMemcpyDtoHAsync(void *d, CUdeviceptr s, size_t n) { return p_cuMemcpyDtoHAsync(d, s, n, (CUstream)0); }
+CUresult w_cuMemcpyPeerAsync(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n) {
+	return p_cuMemcpyPeerAsync(d, dc, s, sc, n, (CUstream)0);
+}
+CUresult w_cuDeviceCanAccessPeer(int *ok, CUdevice d, CUdevice peer) { return p_cuDeviceCanAccessPeer(ok, d, peer); }
+CUresult w_cuCtxEnablePeerAccess(CUcontext peer) { return p_cuCtxEnablePeerAccess(peer, 0); }
+CUresult w_cuCtxDisablePeerAccess(CUcontext peer) { return p_cuCtxDisablePeerAccess(peer); }
 const char *w_errName(CUresult r) { const char *s = 0; p_cuGetErrorName(r, &s); return s ? s : "CUDA_ERROR_UNKNOWN"; }
 const char *w_errString(CUresult r) { const char *s = 0; p_cuGetErrorString(r, &s); return s ? s : "unknown error"; }
 
@@ -109,4 +144,22 @@ CUresult launch_fma(CUfunction f, unsigned grid, unsigned block, CUdeviceptr out
 	int iters, float a, float b) {
 	void *args[4] = {&out, &iters, &a, &b};
 	return p_cuLaunchKernel(f, grid, 1, 1, block, 1, 1, 0, (CUstream)0, args, (void **)0);
+}
+CUresult launch_fma64(CUfunction f, unsigned grid, unsigned block, CUdeviceptr out,
+	int iters, double a, double b) {
+	void *args[4] = {&out, &iters, &a, &b};
+	return p_cuLaunchKernel(f, grid, 1, 1, block, 1, 1, 0, (CUstream)0, args, (void **)0);
+}
+CUresult launch_pattern_fill(CUfunction f, unsigned grid, unsigned block, CUdeviceptr buf,
+	unsigned long long n16, int kind, unsigned pass, unsigned seed) {
+	void *args[5] = {&buf, &n16, &kind, &pass, &seed};
+	return p_cuLaunchKernel(f, grid, 1, 1, block, 1, 1, 0, (CUstream)0, args, (void **)0);
+}
+CUresult launch_pattern_check(CUfunction f, unsigned grid, unsigned block, CUdeviceptr buf,
+	unsigned long long n16, int kind, unsigned pass, unsigned seed, CUdeviceptr errs, unsigned max_errs) {
+	void *args[7] = {&buf, &n16, &kind, &pass, &seed, &errs, &max_errs};
+	return p_cuLaunchKernel(f, grid, 1, 1, block, 1, 1, 0, (CUstream)0, args, (void **)0);
+}
+CUresult launch_none(CUfunction f) {
+	return p_cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, (CUstream)0, (void **)0, (void **)0);
 }

@@ -39,4 +39,21 @@ const char *w_errName(CUresult r);
 const char *w_errString(CUresult r);
 CUresult launch_copy(CUfunction f, unsigned grid, unsigned block, CUdeviceptr dst, CUdeviceptr src, unsigned long long n);
 CUresult launch_fma(CUfunction f, unsigned grid, unsigned block, CUdeviceptr out, int iters, float a, float b);
+CUresult w_cuDeviceGetPCIBusId(char *s, int n, CUdevice d);
+CUresult w_cuDeviceTotalMem(size_t *b, CUdevice d);
+CUresult w_cuMemGetInfo(size_t *free, size_t *total);
+CUresult w_cuMemHostAlloc(void **p, size_t n);
+CUresult w_cuMemFreeHost(void *p);
+CUresult w_cuMemcpyHtoDAsync(CUdeviceptr d, const void *s, size_t n);
+CUresult w_cuMemcpyDtoHAsync(void *d, CUdeviceptr s, size_t n);
+CUresult w_cuMemcpyPeerAsync(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n);
+CUresult w_cuDeviceCanAccessPeer(int *ok, CUdevice d, CUdevice peer);
+CUresult w_cuCtxEnablePeerAccess(CUcontext peer);
+CUresult w_cuCtxDisablePeerAccess(CUcontext peer);
+CUresult launch_fma64(CUfunction f, unsigned grid, unsigned block, CUdeviceptr out, int iters, double a, double b);
+CUresult launch_pattern_fill(CUfunction f, unsigned grid, unsigned block, CUdeviceptr buf,
+	unsigned long long n16, int kind, unsigned pass, unsigned seed);
+CUresult launch_pattern_check(CUfunction f, unsigned grid, unsigned block, CUdeviceptr buf,
+	unsigned long long n16, int kind, unsigned pass, unsigned seed, CUdeviceptr errs, unsigned max_errs);
+CUresult launch_none(CUfunction f);
 #endif

@@ -35,34 +35,12 @@ func withDevice(ctx context.Context, ordinal int, fn func(*session) error) (err 
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	var n C.int
-	if err := check("cuDeviceGetCount", C.w_cuDeviceGetCount(&n)); err != nil {
+	s, release, err := openSession(ordinal)
+	if err != nil {
 		return err
 	}
-	if ordinal < 0 || ordinal >= int(n) {
-		return fmt.Errorf("device %d: %w (%d CUDA devices)", ordinal, ErrNoDevice, int(n))
-	}
-	s := &session{}
-	if err := check("cuDeviceGet", C.w_cuDeviceGet(&s.dev, C.int(ordinal))); err != nil {
-		return fmt.Errorf("device %d: %w", ordinal, err)
-	}
-	var name [256]C.char
-	if err := check("cuDeviceGetName", C.w_cuDeviceGetName(&name[0], C.int(len(name)), s.dev)); err != nil {
-		return fmt.Errorf("device %d: %w", ordinal, err)
-	}
-	s.name = C.GoString(&name[0])
-	var sms C.int
-	if err := check("cuDeviceGetAttribute", C.w_cuDeviceGetAttribute(&sms, attrMultiprocessorCount, s.dev)); err != nil {
-		return fmt.Errorf("device %d: %w", ordinal, err)
-	}
-	s.sms = int(sms)
-	if err := check("cuDevicePrimaryCtxRetain", C.w_cuDevicePrimaryCtxRetain(&s.cctx, s.dev)); err != nil {
-		return fmt.Errorf("device %d: %w", ordinal, err)
-	}
-	defer func() {
-		err = errors.Join(err, check("cuDevicePrimaryCtxRelease", C.w_cuDevicePrimaryCtxRelease(s.dev)))
-	}()
-	if err := check("cuCtxSetCurrent", C.w_cuCtxSetCurrent(s.cctx)); err != nil {
+	defer func() { err = errors.Join(err, release()) }()
+	if err := s.current(); err != nil {
 		return fmt.Errorf("device %d: %w", ordinal, err)
 	}
 	defer func() { err = errors.Join(err, check("cuCtxSetCurrent", C.w_cuCtxSetCurrent(nil))) }()
@@ -70,6 +48,42 @@ func withDevice(ctx context.Context, ordinal int, fn func(*session) error) (err 
 		return fmt.Errorf("device %d (%s): %w", ordinal, s.name, err)
 	}
 	return nil
+}
+
+// openSession retains device ordinal's primary context and reads its name and
+// SM count; release gives the context back. The caller has loaded the driver
+// and locked its OS thread.
+func openSession(ordinal int) (s *session, release func() error, err error) {
+	var n C.int
+	if err := check("cuDeviceGetCount", C.w_cuDeviceGetCount(&n)); err != nil {
+		return nil, nil, err
+	}
+	if ordinal < 0 || ordinal >= int(n) {
+		return nil, nil, fmt.Errorf("device %d: %w (%d CUDA devices)", ordinal, ErrNoDevice, int(n))
+	}
+	s = &session{}
+	if err := check("cuDeviceGet", C.w_cuDeviceGet(&s.dev, C.int(ordinal))); err != nil {
+		return nil, nil, fmt.Errorf("device %d: %w", ordinal, err)
+	}
+	var name [256]C.char
+	if err := check("cuDeviceGetName", C.w_cuDeviceGetName(&name[0], C.int(len(name)), s.dev)); err != nil {
+		return nil, nil, fmt.Errorf("device %d: %w", ordinal, err)
+	}
+	s.name = C.GoString(&name[0])
+	var sms C.int
+	if err := check("cuDeviceGetAttribute", C.w_cuDeviceGetAttribute(&sms, attrMultiprocessorCount, s.dev)); err != nil {
+		return nil, nil, fmt.Errorf("device %d: %w", ordinal, err)
+	}
+	s.sms = int(sms)
+	if err := check("cuDevicePrimaryCtxRetain", C.w_cuDevicePrimaryCtxRetain(&s.cctx, s.dev)); err != nil {
+		return nil, nil, fmt.Errorf("device %d: %w", ordinal, err)
+	}
+	return s, func() error { return check("cuDevicePrimaryCtxRelease", C.w_cuDevicePrimaryCtxRelease(s.dev)) }, nil
+}
+
+// current makes the session's context current on the calling OS thread.
+func (s *session) current() error {
+	return check("cuCtxSetCurrent", C.w_cuCtxSetCurrent(s.cctx))
 }
 
 // alloc allocates n bytes of device memory.
@@ -110,7 +124,12 @@ func (s *session) sync() error { return check("cuCtxSynchronize", C.w_cuCtxSynch
 // module loads the embedded PTX (the driver JIT-compiles it) and returns the
 // named entry points; unload releases the module.
 func (s *session) module(names ...string) (fns map[string]C.CUfunction, unload func() error, err error) {
-	img := C.CString(kernelPTX)
+	return s.moduleFrom(kernelPTX, names...)
+}
+
+// moduleFrom is module for any PTX text.
+func (s *session) moduleFrom(ptx string, names ...string) (fns map[string]C.CUfunction, unload func() error, err error) {
+	img := C.CString(ptx)
 	defer C.free(unsafe.Pointer(img))
 	var m C.CUmodule
 	if err := check("cuModuleLoadData", C.w_cuModuleLoadData(&m, img)); err != nil {

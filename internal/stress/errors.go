@@ -1,9 +1,14 @@
-// Package stress measures and checks a GPU through the CUDA driver API:
-// HBM bandwidth (cuMemcpyDtoD and a copy kernel) and FP32 FMA throughput with
-// a known-answer check. The driver is opened at run time with
-// dlopen("libcuda.so.1"), so the binary builds without a CUDA toolkit and a
-// machine without the driver gets ErrNoCUDA. Kernels are PTX embedded in the
-// binary and JIT-compiled by the driver (cuModuleLoadData).
+// Package stress measures and checks GPUs through the CUDA driver API: HBM
+// copy bandwidth (cuMemcpyDtoD and copy kernels), FP32 and FP64 FMA throughput
+// with a known-answer check, a memory pattern test over most of the free
+// memory, pinned PCIe copies and peer-to-peer copies between every ordered
+// GPU pair. Run executes a plan of these tests with timeouts, clock sampling
+// through the GPU port and a verdict for each (docs/stress.md).
+//
+// The driver is opened at run time with dlopen("libcuda.so.1"), so the binary
+// builds without a CUDA toolkit and a machine without the driver gets
+// ErrNoCUDA. Kernels are PTX embedded in the binary and JIT-compiled by the
+// driver (cuModuleLoadData).
 package stress
 
 import (
@@ -37,4 +42,17 @@ type CUDAError struct {
 // Error formats as "cuMemAlloc_v2: CUDA_ERROR_OUT_OF_MEMORY (2): out of memory".
 func (e *CUDAError) Error() string {
 	return fmt.Sprintf("%s: %s (%d): %s", e.Call, e.Name, e.Code, e.Message)
+}
+
+// Sticky reports whether the error leaves the process's CUDA state unusable:
+// the driver then returns it to every later call, on every device, until the
+// process exits (illegal address, launch timeout, device assert, hardware
+// stack error, illegal instruction, misaligned address, invalid address space,
+// invalid PC, launch failed, external device error).
+func (e *CUDAError) Sticky() bool {
+	switch e.Code {
+	case 700, 702, 710, 714, 715, 716, 717, 718, 719, 911:
+		return true
+	}
+	return false
 }

@@ -1,7 +1,6 @@
 package stress
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 )
@@ -80,24 +79,4 @@ func fma32(x, a, b float32) float32 {
 		return hi
 	}
 	return lo
-}
-
-// checkFP32 compares every thread's float32 in buf with want and fills
-// res.Checked and res.Mismatches.
-func checkFP32(res *FP32Result, buf []byte, want float32) error {
-	first := -1
-	for i := 0; i+4 <= len(buf); i += 4 {
-		if binary.LittleEndian.Uint32(buf[i:]) != math.Float32bits(want) {
-			res.Mismatches++
-			if first < 0 {
-				first = i / 4
-			}
-		}
-	}
-	res.Checked = res.Mismatches == 0
-	if first >= 0 {
-		return fmt.Errorf("%w: fp32 FMA: %d of %d threads differ from the known answer %v (first: thread %d)",
-			ErrSilentDataCorruption, res.Mismatches, len(buf)/4, want, first)
-	}
-	return nil
 }

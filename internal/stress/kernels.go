@@ -14,6 +14,9 @@ const (
 	kernelCopyX4   = "copy_u4_x4"
 	kernelCopyX4CS = "copy_u4_x4cs"
 	kernelFMA      = "fma_fp32"
+	kernelFMA64    = "fma_fp64"
+	kernelFill     = "pattern_fill"
+	kernelCheck    = "pattern_check"
 )
 
 // Launch shape: 256 threads a block, 8 blocks per SM (2048 threads, the most an

@@ -127,22 +127,6 @@ func TestCheckPattern(t *testing.T) {
 	}
 }
 
-func TestCheckFP32(t *testing.T) {
-	buf := make([]byte, 16)
-	for i := 0; i < len(buf); i += 4 {
-		binary.LittleEndian.PutUint32(buf[i:], math.Float32bits(1.5))
-	}
-	var res FP32Result
-	if err := checkFP32(&res, buf, 1.5); err != nil || !res.Checked {
-		t.Fatalf("matching results: err %v, checked %v", err, res.Checked)
-	}
-	binary.LittleEndian.PutUint32(buf[8:], math.Float32bits(1.5000001))
-	res = FP32Result{}
-	if err := checkFP32(&res, buf, 1.5); !errors.Is(err, ErrSilentDataCorruption) || res.Checked || res.Mismatches != 1 {
-		t.Fatalf("one wrong thread: err %v, checked %v, mismatches %d", err, res.Checked, res.Mismatches)
-	}
-}
-
 func TestWithoutDriverReturnsErrNoCUDA(t *testing.T) {
 	ctx := context.Background()
 	_, err := HBMBandwidth(ctx, 0, 1<<20, 1)
