@@ -39,6 +39,12 @@ const (
 	ConditionAccepted   = "GPUNodeAccepted"
 )
 
+// AcceptanceReasonReleased is spec.acceptanceReason when a person released the node from
+// Maintenance (gpunode release, or the gpunode.dev/release annotation): the agent then
+// treats its GPUs as serviced (the health engine's "serviced" recovery) before it runs
+// acceptance, so that a passing run can clear a GPU a person repaired.
+const AcceptanceReasonReleased = "released-from-maintenance"
+
 // Hold owners that ship with gpunode (an operator's own holds use any other owner).
 const (
 	HoldOwnerAcceptance  = "acceptance"
