@@ -81,18 +81,14 @@ const (
 	hbmBytes       = 1 << 30
 	hbmIters       = 100
 	fp32Iters      = 1 << 20
+	fp64Iters      = 1 << 19 // half FP32's rate on H100/H200: about the same time
+	pcieBytes      = 256 << 20
+	pcieIters      = 20
 	perTestTimeout = time.Minute
 )
 
-// notYetMeasured says why acceptance does not measure these metrics on real GPUs yet.
-var notYetMeasured = map[baseline.Metric]string{
-	baseline.FP64:    "acceptance measures HBM copy and FP32 on real GPUs; the FP64 test is not wired into it yet",
-	baseline.PCIeH2D: "acceptance measures HBM copy and FP32 on real GPUs; the pinned host-to-device test is not wired into it yet",
-	baseline.PCIeD2H: "acceptance measures HBM copy and FP32 on real GPUs; the pinned device-to-host test is not wired into it yet",
-}
-
-// cudaPerformance measures HBM copy bandwidth (cuMemcpyDtoD) and FP32 FMA throughput on
-// each GPU. CUDA is told to number GPUs by PCI bus id, as NVML does, so CUDA device i is
+// cudaPerformance measures HBM copy bandwidth (cuMemcpyDtoD), FP32 and FP64 FMA
+// throughput and pinned PCIe copies both ways on each GPU. CUDA is told to number GPUs by PCI bus id, as NVML does, so CUDA device i is
 // the record's GPU i; with CUDA_VISIBLE_DEVICES set that cannot hold, and nothing is
 // measured. No CUDA driver: an error wrapping stress.ErrNoCUDA (the checks skip).
 func cudaPerformance(ctx context.Context, devs []gpu.Device) ([]accept.GPUPerformance, error) {
@@ -105,7 +101,7 @@ func cudaPerformance(ctx context.Context, devs []gpu.Device) ([]accept.GPUPerfor
 	var out []accept.GPUPerformance
 	for _, d := range devs {
 		gp := accept.GPUPerformance{Index: d.Index, Values: map[baseline.Metric]float64{}, Errors: map[baseline.Metric]string{},
-			NotMeasured: notYetMeasured, Detail: map[baseline.Metric]string{}}
+			Detail: map[baseline.Metric]string{}}
 		tctx, cancel := context.WithTimeout(ctx, perTestTimeout)
 		rs, err := stress.HBMBandwidth(tctx, d.Index, hbmBytes, hbmIters)
 		cancel()
@@ -122,9 +118,38 @@ func cudaPerformance(ctx context.Context, devs []gpu.Device) ([]accept.GPUPerfor
 			gp.Values[baseline.FP32] = fp.TFLOPs
 			gp.Detail[baseline.FP32] = fmt.Sprintf("FMA kernel, %d threads × %d steps, every result checked", fp.Threads, fp.Iters)
 		}
+		measureFP64(ctx, &gp, d.Index)
+		measurePCIe(ctx, &gp, d.Index)
 		out = append(out, gp)
 	}
 	return out, nil
+}
+
+// measureFP64 runs the checked FP64 FMA kernel.
+func measureFP64(ctx context.Context, gp *accept.GPUPerformance, dev int) {
+	tctx, cancel := context.WithTimeout(ctx, perTestTimeout)
+	defer cancel()
+	fp, err := stress.FP64(tctx, dev, fp64Iters)
+	if err != nil {
+		gp.Errors[baseline.FP64] = err.Error()
+		return
+	}
+	gp.Values[baseline.FP64] = fp.TFLOPs
+	gp.Detail[baseline.FP64] = fmt.Sprintf("FP64 FMA kernel, %d threads × %d steps, every result checked", fp.Threads, fp.Iters)
+}
+
+// measurePCIe times pinned host↔device copies (cuMemHostAlloc, 256 MiB × 20 each way).
+func measurePCIe(ctx context.Context, gp *accept.GPUPerformance, dev int) {
+	tctx, cancel := context.WithTimeout(ctx, perTestTimeout)
+	defer cancel()
+	r, err := stress.RunPCIe(tctx, dev, pcieBytes, pcieIters)
+	if err != nil {
+		gp.Errors[baseline.PCIeH2D], gp.Errors[baseline.PCIeD2H] = err.Error(), err.Error()
+		return
+	}
+	detail := fmt.Sprintf("pinned memory (cuMemHostAlloc), %d MiB × %d copies", pcieBytes>>20, pcieIters)
+	gp.Values[baseline.PCIeH2D], gp.Detail[baseline.PCIeH2D] = r.H2DGBps, detail
+	gp.Values[baseline.PCIeD2H], gp.Detail[baseline.PCIeD2H] = r.D2HGBps, detail
 }
 
 // recordHBM keeps the cuMemcpyDtoD result of HBMBandwidth (the copy kernels' results are
