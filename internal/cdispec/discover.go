@@ -43,7 +43,8 @@ import (
 	"github.com/gpunode/gpunode/internal/gpu"
 )
 
-// libDirs are the folders searched for driver libraries, in order.
+// libDirs are the standard folders searched for driver libraries, in order (searchDirs adds
+// the dynamic linker's configured ones).
 var libDirs = []string{
 	"usr/lib/x86_64-linux-gnu", "usr/lib/aarch64-linux-gnu", "usr/lib64", "usr/lib",
 	"lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu", "lib64",
@@ -154,9 +155,10 @@ func Discover(root fs.FS, driverVersion string, devs []gpu.Device) (*Host, error
 // findLibraries finds each library as <name>.<version> in the first folder that has it,
 // with the SONAME links (<name>.<digits>) beside it.
 func (h *Host) findLibraries(root fs.FS, version string) error {
+	dirs := searchDirs(root)
 	for _, lib := range computeLibs {
 		found := false
-		for _, dir := range libDirs {
+		for _, dir := range dirs {
 			file := path.Join(dir, lib+"."+version)
 			if fi, err := fs.Stat(root, file); err != nil || !fi.Mode().IsRegular() {
 				continue
@@ -170,7 +172,7 @@ func (h *Host) findLibraries(root fs.FS, version string) error {
 			break
 		}
 		if !found && slices.Contains(requiredLibs, lib) {
-			return fmt.Errorf("cdi spec: driver library %s.%s not found in %v under the host root", lib, version, libDirs)
+			return fmt.Errorf("cdi spec: driver library %s.%s not found in %v under the host root", lib, version, dirs)
 		}
 	}
 	return nil
