@@ -1,17 +1,12 @@
 package accept
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"regexp"
-	"sort"
-	"strconv"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
+	"github.com/gpunode/gpunode/internal/yamlfile"
 )
 
 // ErrInvalidPolicy marks a policy file that cannot be used (exit code 2).
@@ -43,91 +38,44 @@ func LoadPolicy(path string) (Policy, error) {
 	return ParsePolicy(path, data)
 }
 
-var yamlLine = regexp.MustCompile(`line (\d+): (.*)`)
-
 // ParsePolicy parses policy YAML; name is used in errors.
 func ParsePolicy(name string, data []byte) (Policy, error) {
 	p := DefaultPolicy()
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return p, yamlError(name, data, err)
-	}
-	if len(root.Content) == 0 || root.Content[0].ShortTag() == "!!null" {
+	root, err := yamlfile.Decode(name, data, &p)
+	if errors.Is(err, yamlfile.ErrEmpty) || (err == nil && yamlfile.IsNull(root)) {
 		return p, &PolicyError{File: name, Problem: "file is empty"}
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&p); err != nil {
+	if err != nil {
 		return p, yamlError(name, data, err)
 	}
 	// A second document would be silently ignored: refuse it (an empty one is harmless).
-	for {
-		var extra yaml.Node
-		err := dec.Decode(&extra)
-		if errors.Is(err, io.EOF) {
-			break
+	extra, err := yamlfile.Rest(name, data)
+	for _, doc := range extra {
+		if !yamlfile.IsNull(doc) {
+			return p, &PolicyError{File: name, Line: doc.Line, Problem: "more than one YAML document (a policy file holds one)"}
 		}
-		if err != nil {
-			return p, yamlError(name, data, err)
-		}
-		if len(extra.Content) > 0 && extra.Content[0].ShortTag() != "!!null" {
-			return p, &PolicyError{File: name, Line: extra.Line, Problem: "more than one YAML document (a policy file holds one)"}
-		}
+	}
+	if err != nil {
+		return p, yamlError(name, data, err)
 	}
 	if err := p.validate(); err != nil {
 		var fe *fieldErr
 		if errors.As(err, &fe) {
-			return p, &PolicyError{File: name, Line: lineOf(&root, fe.path), Problem: fe.msg}
+			return p, &PolicyError{File: name, Line: yamlfile.KeyLine(root, yamlfile.Dotted(fe.path)...), Problem: fe.msg}
 		}
 		return p, &PolicyError{File: name, Problem: err.Error()}
 	}
 	return p, nil
 }
 
+// yamlError words the YAML library's first problem as a PolicyError, at the line found by
+// bisecting when the library gave none.
 func yamlError(name string, data []byte, err error) error {
-	msg := err.Error()
-	msg = strings.TrimPrefix(msg, "yaml: unmarshal errors:\n")
-	msg = strings.TrimPrefix(msg, "yaml: ")
-	first := strings.TrimSpace(strings.SplitN(msg, "\n", 2)[0])
-	if m := yamlLine.FindStringSubmatch(first); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		problem := m[2]
-		if f, ok := strings.CutPrefix(problem, "field "); ok {
-			if fld, _, ok2 := strings.Cut(f, " not found in type"); ok2 {
-				problem = fmt.Sprintf("unknown field %q", fld)
-			}
-		}
-		return &PolicyError{File: name, Line: line, Problem: problem}
+	p := yamlfile.Summary(err)
+	if p.Line == 0 {
+		p.Line = yamlfile.LocateLine(data, p.Msg, &Policy{})
 	}
-	return &PolicyError{File: name, Line: errorLine(data, first), Problem: first}
-}
-
-// errorLine finds the line of a YAML error that came without one (the parser omits the
-// line on the first line, for unknown anchors and for invalid UTF-8): the first line at
-// which the file, cut after that line, fails with the same problem; 0 when none does. It
-// bisects, so a large file costs a few parses, not one per line.
-func errorLine(data []byte, problem string) int {
-	var ends []int // ends[i]: the length of the file cut after line i+1
-	for i, b := range data {
-		if b == '\n' {
-			ends = append(ends, i+1)
-		}
-	}
-	if len(ends) == 0 || ends[len(ends)-1] != len(data) {
-		ends = append(ends, len(data))
-	}
-	failsAt := func(i int) bool {
-		var p Policy
-		dec := yaml.NewDecoder(bytes.NewReader(data[:ends[i]]))
-		dec.KnownFields(true)
-		err := dec.Decode(&p)
-		return err != nil && strings.Contains(err.Error(), problem)
-	}
-	i := sort.Search(len(ends), failsAt)
-	if i == len(ends) {
-		return 0
-	}
-	return i + 1
+	return &PolicyError{File: name, Line: p.Line, Problem: p.Msg}
 }
 
 // fieldErr is a semantic error at a YAML path such as "host.iommu".
@@ -140,33 +88,6 @@ func (e *fieldErr) Error() string { return e.path + ": " + e.msg }
 
 func ferr(path, format string, args ...any) error {
 	return &fieldErr{path: path, msg: path + ": " + fmt.Sprintf(format, args...)}
-}
-
-// lineOf finds the line of a dotted path in a YAML document; 0 when absent.
-func lineOf(root *yaml.Node, path string) int {
-	n := root
-	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
-		n = n.Content[0]
-	}
-	line := 0
-	for _, key := range strings.Split(path, ".") {
-		if n.Kind != yaml.MappingNode {
-			return line
-		}
-		found := false
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if n.Content[i].Value == key {
-				line = n.Content[i].Line
-				n = n.Content[i+1]
-				found = true
-				break
-			}
-		}
-		if !found {
-			return line
-		}
-	}
-	return line
 }
 
 func oneOf(path, v string, allowed ...string) error {

@@ -1,15 +1,12 @@
 package baseline
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
-	"regexp"
-	"strconv"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
+	"github.com/gpunode/gpunode/internal/yamlfile"
 )
 
 // File identity.
@@ -66,40 +63,29 @@ func Load(path string, base *Table) (*Table, error) {
 	return Parse(path, data, base)
 }
 
-var yamlLine = regexp.MustCompile(`line (\d+): (.*)`)
-
 // Parse reads baseline YAML named name on top of base; base is not changed. A model whose
 // names match a base model replaces the values it sets and keeps the others; a new model
 // is added.
 func Parse(name string, data []byte, base *Table) (*Table, error) {
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, yamlErr(name, err)
-	}
-	if len(root.Content) == 0 {
+	var doc fileDoc
+	root, err := yamlfile.Decode(name, data, &doc)
+	if errors.Is(err, yamlfile.ErrEmpty) {
 		return nil, &FileError{File: name, Problem: "file is empty"}
 	}
-	var doc fileDoc
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&doc); err != nil {
+	if err != nil {
 		return nil, yamlErr(name, err)
 	}
 	if doc.APIVersion != FileAPIVersion || doc.Kind != FileKind {
 		return nil, &FileError{File: name, Line: 1, Problem: fmt.Sprintf("apiVersion %q kind %q: want %s %s", doc.APIVersion, doc.Kind, FileAPIVersion, FileKind)}
 	}
+	models := yamlfile.Find(root, "models")
 	if len(doc.Models) == 0 {
-		return nil, &FileError{File: name, Line: keyLine(&root, "models"), Problem: "models: lists no model"}
+		return nil, &FileError{File: name, Line: yamlfile.Line(models), Problem: "models: lists no model"}
 	}
-	lines := itemLines(&root, "models")
 	t := base.clone(base.Name() + " + " + name)
 	for i, m := range doc.Models {
-		line := 0
-		if i < len(lines) {
-			line = lines[i]
-		}
 		if err := t.apply(name, m); err != nil {
-			return nil, &FileError{File: name, Line: line, Problem: fmt.Sprintf("models[%d]: %v", i, err)}
+			return nil, &FileError{File: name, Line: yamlfile.Line(yamlfile.Item(models, i)), Problem: fmt.Sprintf("models[%d]: %v", i, err)}
 		}
 	}
 	return t, nil
@@ -151,56 +137,8 @@ func (t *Table) apply(file string, m fileModel) error {
 	return nil
 }
 
+// yamlErr words the YAML library's first problem as a FileError.
 func yamlErr(name string, err error) error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:\n")
-	msg = strings.TrimPrefix(msg, "yaml: ")
-	first := strings.TrimSpace(strings.SplitN(msg, "\n", 2)[0])
-	if m := yamlLine.FindStringSubmatch(first); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		problem := m[2]
-		if f, ok := strings.CutPrefix(problem, "field "); ok {
-			if fld, _, ok2 := strings.Cut(f, " not found in type"); ok2 {
-				problem = fmt.Sprintf("unknown field %q", fld)
-			}
-		}
-		return &FileError{File: name, Line: line, Problem: problem}
-	}
-	return &FileError{File: name, Problem: first}
-}
-
-// keyLine is the line of a top-level key; 0 when absent.
-func keyLine(root *yaml.Node, key string) int {
-	if n := valueOf(root, key); n != nil {
-		return n.Line
-	}
-	return 0
-}
-
-// itemLines returns the line of every item of a top-level sequence.
-func itemLines(root *yaml.Node, key string) []int {
-	n := valueOf(root, key)
-	if n == nil || n.Kind != yaml.SequenceNode {
-		return nil
-	}
-	out := make([]int, 0, len(n.Content))
-	for _, item := range n.Content {
-		out = append(out, item.Line)
-	}
-	return out
-}
-
-func valueOf(root *yaml.Node, key string) *yaml.Node {
-	n := root
-	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
-		n = n.Content[0]
-	}
-	if n.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			return n.Content[i+1]
-		}
-	}
-	return nil
+	p := yamlfile.Summary(err)
+	return &FileError{File: name, Line: p.Line, Problem: p.Msg}
 }

@@ -1,18 +1,16 @@
 package deviceplugin
 
 import (
-	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"regexp"
 	"slices"
 	"strconv"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/gpunode/gpunode/internal/labels"
+	"github.com/gpunode/gpunode/internal/yamlfile"
 )
 
 // ConfigVersion is the configuration file version read (the version of NVIDIA's
@@ -82,19 +80,9 @@ type fileConfig struct {
 	} `yaml:"sharing"`
 }
 
-// ConfigError is a configuration file problem at a line (0 when the whole file).
-type ConfigError struct {
-	File string
-	Line int
-	Msg  string
-}
-
-func (e *ConfigError) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
-	}
-	return e.File + ": " + e.Msg
-}
+// ConfigError is a configuration file problem at a line (0 when the whole file). Its
+// text is "FILE:LINE: MSG".
+type ConfigError = yamlfile.Error
 
 // LoadConfig reads and parses a configuration file.
 func LoadConfig(path string) (Sharing, error) {
@@ -106,7 +94,6 @@ func LoadConfig(path string) (Sharing, error) {
 }
 
 var (
-	yamlLineRE = regexp.MustCompile(`line (\d+): (.*)$`)
 	// resourceRE is a resource the plugin advertises: nvidia.com/gpu or nvidia.com/mig-<profile>.
 	resourceRE = regexp.MustCompile(`^nvidia\.com/(gpu|mig-[0-9a-z.+]+)$`)
 	// extendedRE is an extended resource name: a DNS-subdomain prefix and a name.
@@ -116,23 +103,15 @@ var (
 // ParseConfig parses a configuration file's bytes (name is for messages). Errors are
 // *ConfigError with the line of the offending key.
 func ParseConfig(name string, data []byte) (s Sharing, err error) {
-	defer func() {
-		if r := recover(); r != nil { // the YAML library is third-party code
-			s, err = Sharing{}, &ConfigError{File: name, Msg: fmt.Sprintf("YAML parser failed: %v", r)}
-		}
-	}()
 	var fc fileConfig
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&fc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return Sharing{}, &ConfigError{File: name, Msg: "empty configuration (want version: v1)"}
-		}
+	root, err := yamlfile.Decode(name, data, &fc)
+	if errors.Is(err, yamlfile.ErrEmpty) {
+		return Sharing{}, &ConfigError{File: name, Msg: "empty configuration (want version: v1)"}
+	}
+	if err != nil {
 		return Sharing{}, yamlConfigError(name, err)
 	}
-	var root yaml.Node
-	_ = yaml.Unmarshal(data, &root) // decoded above: cannot fail
-	at := func(path ...any) int { return lineAt(&root, path...) }
+	at := func(path ...any) int { return cmp.Or(yamlfile.KeyLine(root, path...), yamlfile.Body(root).Line) }
 	bad := func(line int, format string, args ...any) (Sharing, error) {
 		return Sharing{}, &ConfigError{File: name, Line: line, Msg: fmt.Sprintf(format, args...)}
 	}
@@ -197,49 +176,12 @@ func (s Sharing) WithNodeLabels(nodeLabels map[string]string) (Sharing, error) {
 // maxReplicas bounds the replicas per device (a typo of 10000 would flood the kubelet).
 const maxReplicas = 256
 
+// yamlConfigError keeps the YAML library's wording of its first problem; without a line,
+// its whole text.
 func yamlConfigError(name string, err error) *ConfigError {
-	msg := err.Error()
-	var te *yaml.TypeError
-	if errors.As(err, &te) && len(te.Errors) > 0 {
-		msg = te.Errors[0]
+	first := yamlfile.Problems(err)[0]
+	if first.Line == 0 {
+		first.Msg = errors.Unwrap(err).Error() // "yaml: " and all
 	}
-	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
-		if line, convErr := strconv.Atoi(m[1]); convErr == nil {
-			return &ConfigError{File: name, Line: line, Msg: m[2]}
-		}
-	}
-	return &ConfigError{File: name, Msg: msg}
-}
-
-// lineAt is the line of the node at path (mapping keys and sequence indices), or of the
-// deepest node found on the way.
-func lineAt(root *yaml.Node, path ...any) int {
-	n := root
-	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
-		n = n.Content[0]
-	}
-	line := n.Line
-	for _, p := range path {
-		var next *yaml.Node
-		switch k := p.(type) {
-		case string:
-			if n.Kind == yaml.MappingNode {
-				for i := 0; i+1 < len(n.Content); i += 2 {
-					if n.Content[i].Value == k {
-						line, next = n.Content[i].Line, n.Content[i+1]
-					}
-				}
-			}
-		case int:
-			if n.Kind == yaml.SequenceNode && k < len(n.Content) {
-				next = n.Content[k]
-				line = next.Line
-			}
-		}
-		if next == nil {
-			return line
-		}
-		n = next
-	}
-	return line
+	return &ConfigError{File: name, Line: first.Line, Msg: first.Msg}
 }

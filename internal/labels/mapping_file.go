@@ -1,16 +1,17 @@
 package labels
 
 import (
-	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"regexp"
 	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gpunode/gpunode/internal/yamlfile"
 )
 
 // MappingError is a problem in a mapping file, at a line (0 when the file as a whole is
@@ -65,32 +66,25 @@ type mappingMatch struct {
 // An empty file is the built-in defaults alone.
 func ParseMapping(name string, data []byte) (Mapping, error) {
 	var file mappingFile
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&file); err != nil {
-		if errors.Is(err, io.EOF) {
-			return Mapping{}, nil
-		}
+	root, err := yamlfile.Decode(name, data, &file)
+	if errors.Is(err, yamlfile.ErrEmpty) {
+		return Mapping{}, nil
+	}
+	if err != nil {
 		return Mapping{}, yamlError(name, err)
 	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return Mapping{}, &MappingError{Path: name, Line: extra.Line, Msg: "only one YAML document is allowed", Err: err}
+	// A second document, or one that does not parse, is refused: it would be ignored.
+	switch extra, err := yamlfile.Rest(name, data); {
+	case len(extra) > 0:
+		return Mapping{}, &MappingError{Path: name, Line: extra[0].Line, Msg: "only one YAML document is allowed"}
+	case err != nil:
+		return Mapping{}, &MappingError{Path: name, Msg: "only one YAML document is allowed", Err: errors.Unwrap(err)}
 	}
-	// A second pass keeps the nodes, for the line of each rule.
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return Mapping{}, yamlError(name, err)
-	}
-	ruleNodes := mappingValue(documentBody(&root), "rules")
+	ruleNodes := yamlfile.Find(root, "rules")
 
 	m := Mapping{NoDefaults: file.Defaults != nil && !*file.Defaults}
 	for i, fr := range file.Rules {
-		var node *yaml.Node
-		if ruleNodes != nil && i < len(ruleNodes.Content) {
-			node = ruleNodes.Content[i]
-		}
-		r, err := compileRule(name, i+1, fr, node)
+		r, err := compileRule(name, i+1, fr, yamlfile.Item(ruleNodes, i))
 		if err != nil {
 			return Mapping{}, err
 		}
@@ -101,84 +95,42 @@ func ParseMapping(name string, data []byte) (Mapping, error) {
 
 // compileRule validates one rule; n is its node, for lines.
 func compileRule(path string, index int, fr mappingRule, n *yaml.Node) (Rule, error) {
-	matchNode := mappingValue(n, "match")
+	matchNode := yamlfile.Value(n, "match")
 	fail := func(at *yaml.Node, err error, format string, args ...any) (Rule, error) {
-		return Rule{}, &MappingError{Path: path, Line: lineOf(at, n), Err: err,
+		return Rule{}, &MappingError{Path: path, Line: yamlfile.Line(at, n), Err: err,
 			Msg: fmt.Sprintf("rule %d: ", index) + fmt.Sprintf(format, args...)}
 	}
-	r := Rule{Class: fr.Class, Source: fmt.Sprintf("%s:%d", path, lineOf(n, nil))}
+	r := Rule{Class: fr.Class, Source: fmt.Sprintf("%s:%d", path, yamlfile.Line(n))}
 	r.Match.Product = strings.TrimSpace(fr.Match.Product)
 	if expr := fr.Match.ProductRegex; expr != "" {
 		re, err := regexp.Compile(expr)
 		if err != nil {
-			return fail(mappingValue(matchNode, "productRegex"), err, "productRegex %q: %v", expr, err)
+			return fail(yamlfile.Value(matchNode, "productRegex"), err, "productRegex %q: %v", expr, err)
 		}
 		r.Match.ProductRegex = re
 	}
 	if id := strings.TrimSpace(fr.Match.DeviceID); id != "" {
 		v, err := strconv.ParseUint(id, 0, 32)
 		if err != nil || v == 0 {
-			return fail(mappingValue(matchNode, "deviceID"), err,
+			return fail(yamlfile.Value(matchNode, "deviceID"), err,
 				"deviceID %q: want a PCI device id such as 0x2330 or 0x233010DE", id)
 		}
 		r.Match.DeviceID = uint32(v)
 	}
 	if r.Match.IsZero() {
-		return fail(firstNonNil(matchNode, n), nil, "match needs product, productRegex or deviceID")
+		return fail(cmp.Or(matchNode, n), nil, "match needs product, productRegex or deviceID")
 	}
 	switch {
 	case fr.Class == "":
 		return fail(n, nil, "class is missing")
 	case !ValidValue(fr.Class):
-		return fail(mappingValue(n, "class"), nil,
+		return fail(yamlfile.Value(n, "class"), nil,
 			"class %q is not a valid label value (at most 63 of [A-Za-z0-9._-], alphanumeric at both ends)", fr.Class)
 	}
 	return r, nil
 }
 
-// documentBody returns the top node of a parsed document.
-func documentBody(n *yaml.Node) *yaml.Node {
-	if n != nil && n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
-		return n.Content[0]
-	}
-	return n
-}
-
-// mappingValue returns the value node of key in mapping node n, or nil.
-func mappingValue(n *yaml.Node, key string) *yaml.Node {
-	if n == nil || n.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			return n.Content[i+1]
-		}
-	}
-	return nil
-}
-
-func firstNonNil(nodes ...*yaml.Node) *yaml.Node {
-	for _, n := range nodes {
-		if n != nil {
-			return n
-		}
-	}
-	return nil
-}
-
-// lineOf is the line of n, else of fallback, else 0.
-func lineOf(n, fallback *yaml.Node) int {
-	if n != nil {
-		return n.Line
-	}
-	if fallback != nil {
-		return fallback.Line
-	}
-	return 0
-}
-
 var (
-	yamlLine     = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
 	unknownField = regexp.MustCompile(`field (\S+) not found in type \S+`)
 	// schemaNames replaces the decoder's Go type names with the file's terms.
 	schemaNames = strings.NewReplacer(
@@ -191,23 +143,18 @@ var (
 
 // yamlError turns the decoder's error into a MappingError at the first line it names.
 func yamlError(path string, err error) error {
-	msgs := []string{err.Error()}
-	var typeErr *yaml.TypeError
-	if errors.As(err, &typeErr) && len(typeErr.Errors) > 0 {
-		msgs = typeErr.Errors
-	}
-	line, parts := 0, make([]string, 0, len(msgs))
-	for _, msg := range msgs {
+	problems := yamlfile.Problems(err)
+	line, parts := 0, make([]string, 0, len(problems))
+	for _, p := range problems {
+		msg := p.Msg
 		// The first line becomes the error's line; later ones stay in their message.
-		if m := yamlLine.FindStringSubmatch(msg); m != nil && line == 0 {
-			line, _ = strconv.Atoi(m[1])
-			msg = m[2]
-		} else if m != nil {
-			msg = "line " + m[1] + ": " + m[2]
+		if p.Line > 0 && line == 0 {
+			line = p.Line
+		} else if p.Line > 0 {
+			msg = "line " + strconv.Itoa(p.Line) + ": " + msg
 		}
 		msg = unknownField.ReplaceAllString(msg, `unknown key "${1}"`)
-		msg = schemaNames.Replace(msg)
-		parts = append(parts, strings.TrimPrefix(msg, "yaml: "))
+		parts = append(parts, schemaNames.Replace(msg))
 	}
-	return &MappingError{Path: path, Line: line, Msg: strings.Join(parts, "; "), Err: err}
+	return &MappingError{Path: path, Line: line, Msg: strings.Join(parts, "; "), Err: errors.Unwrap(err)}
 }

@@ -9,6 +9,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gpunode/gpunode/internal/gpu"
+	"github.com/gpunode/gpunode/internal/yamlfile"
 )
 
 var (
@@ -22,7 +23,7 @@ var (
 func applyGPUSpecs(name string, n *yaml.Node, specs []gpuSpec, devs []gpu.Device, size string) error {
 	seen := map[int]int{}
 	for i, sp := range specs {
-		itemNode := item(n, i)
+		itemNode := yamlfile.Item(n, i)
 		bad := func(key, format string, args ...any) error {
 			return &ScenarioError{File: name, Line: lineOf(itemNode, key), Msg: fmt.Sprintf(format, args...)}
 		}
@@ -38,7 +39,7 @@ func applyGPUSpecs(name string, n *yaml.Node, specs []gpuSpec, devs []gpu.Device
 		}
 		seen[idx] = lineOf(itemNode, "index")
 		if p := applyGPUSpec(sp, &devs[idx]); p != nil {
-			return &ScenarioError{File: name, Line: pathLine(itemNode, p.field), Msg: p.msg}
+			return &ScenarioError{File: name, Line: lineOf(itemNode, p.field), Msg: p.msg}
 		}
 	}
 	return nil
@@ -222,22 +223,6 @@ func applyNVLinks(n *nvlinkSpec, d *gpu.Device) *problem {
 		d.NVLinks[l].Active = false
 	}
 	return nil
-}
-
-// pathLine is the line of the deepest node on a dotted key path under n ("pcie.busId").
-func pathLine(n *yaml.Node, path string) int {
-	line := 0
-	if n != nil {
-		line = n.Line
-	}
-	for _, key := range strings.Split(path, ".") {
-		c := child(n, key)
-		if c == nil {
-			break
-		}
-		n, line = c, c.Line
-	}
-	return line
 }
 
 // knownFields lists every gpu.Field a device can carry an error for.

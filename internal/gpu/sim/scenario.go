@@ -9,6 +9,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gpunode/gpunode/internal/gpu"
+	"github.com/gpunode/gpunode/internal/yamlfile"
 )
 
 // APIVersion is the apiVersion every scenario file declares.
@@ -81,7 +82,7 @@ func Parse(name string, data []byte) (*Scenario, error) {
 		return &ScenarioError{File: name, Line: line, Msg: fmt.Sprintf(format, args...)}
 	}
 	switch {
-	case child(root, "apiVersion") == nil:
+	case yamlfile.Value(root, "apiVersion") == nil:
 		return nil, bad(root.Line, "missing apiVersion (want %s)", APIVersion)
 	case spec.APIVersion != APIVersion:
 		return nil, bad(lineOf(root, "apiVersion"), "unsupported apiVersion %q (want %s)", spec.APIVersion, APIVersion)
@@ -106,13 +107,13 @@ func Parse(name string, data []byte) (*Scenario, error) {
 		s.Devices = resize(spec.Preset, s.Devices, *spec.Count)
 		size = fmt.Sprintf("count is %d", *spec.Count)
 	}
-	if err := applyGPUSpecs(name, child(root, "gpus"), spec.GPUs, s.Devices, size); err != nil {
+	if err := applyGPUSpecs(name, yamlfile.Value(root, "gpus"), spec.GPUs, s.Devices, size); err != nil {
 		return nil, err
 	}
 	wire(s.Devices) // again: count and overrides change the layout
-	faults := child(root, "faults")
+	faults := yamlfile.Value(root, "faults")
 	for i, fs := range spec.Faults {
-		n := item(faults, i)
+		n := yamlfile.Item(faults, i)
 		f, err := fs.fault(name, n)
 		if err != nil {
 			return nil, err
@@ -162,14 +163,13 @@ func (fs faultSpec) fault(name string, n *yaml.Node) (Fault, error) {
 	if !known {
 		return bad(lineOf(n, "type"), "unknown fault type %q (want one of: %s)", fs.Type, typeNames())
 	}
-	keys, lines := keyLines(n)
-	for i, k := range keys {
-		if k != "at" && k != "gpu" && k != "type" && !slices.Contains(allowed, k) {
+	for key := range yamlfile.Pairs(n) {
+		if k := key.Value; k != "at" && k != "gpu" && k != "type" && !slices.Contains(allowed, k) {
 			want := "none"
 			if len(allowed) > 0 {
 				want = strings.Join(allowed, ", ")
 			}
-			return bad(lines[i], "field %q does not apply to a %s fault (its fields: %s)", k, f.Type, want)
+			return bad(key.Line, "field %q does not apply to a %s fault (its fields: %s)", k, f.Type, want)
 		}
 	}
 	if fs.At != "" {

@@ -1,66 +1,47 @@
 package sim
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"reflect"
-	"regexp"
-	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gpunode/gpunode/internal/yamlfile"
 )
 
-// parseDocument reads exactly one YAML document into its node tree. YAML syntax errors keep
-// their line.
-func parseDocument(name string, data []byte) (root *yaml.Node, err error) {
-	defer func() {
-		// The YAML library is third-party code: a panic on hostile input becomes an error.
-		if r := recover(); r != nil {
-			root, err = nil, &ScenarioError{File: name, Msg: fmt.Sprintf("YAML parser failed: %v", r)}
-		}
-	}()
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, &ScenarioError{File: name, Msg: "empty scenario (want apiVersion, preset, ...)"}
-		}
+// parseDocument reads exactly one YAML document and returns its top node, a mapping. YAML
+// syntax errors keep their line.
+func parseDocument(name string, data []byte) (*yaml.Node, error) {
+	doc, err := yamlfile.Parse(name, data)
+	if errors.Is(err, yamlfile.ErrEmpty) {
+		return nil, &ScenarioError{File: name, Msg: "empty scenario (want apiVersion, preset, ...)"}
+	}
+	if err != nil {
 		return nil, yamlError(name, err)
 	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); err == nil {
-		return nil, &ScenarioError{File: name, Line: extra.Line, Msg: "only one YAML document is allowed"}
-	} else if !errors.Is(err, io.EOF) {
+	extra, err := yamlfile.Rest(name, data)
+	if len(extra) > 0 {
+		return nil, &ScenarioError{File: name, Line: extra[0].Line, Msg: "only one YAML document is allowed"}
+	}
+	if err != nil {
 		return nil, yamlError(name, err)
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
 		return nil, &ScenarioError{File: name, Msg: "empty scenario (want apiVersion, preset, ...)"}
 	}
-	root = doc.Content[0]
+	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
 		return nil, &ScenarioError{File: name, Line: root.Line, Msg: "a scenario must be a mapping (apiVersion, preset, ...)"}
 	}
 	return root, nil
 }
 
-var lineRE = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
-
-// yamlError turns the YAML library's error text into a ScenarioError with the line split out.
+// yamlError turns an error of the YAML library into a ScenarioError at its first problem.
 func yamlError(name string, err error) *ScenarioError {
-	msg := err.Error()
-	var te *yaml.TypeError
-	if errors.As(err, &te) && len(te.Errors) > 0 {
-		msg = te.Errors[0]
-	}
-	if m := lineRE.FindStringSubmatch(msg); m != nil {
-		if line, convErr := strconv.Atoi(m[1]); convErr == nil {
-			return &ScenarioError{File: name, Line: line, Msg: m[2]}
-		}
-	}
-	return &ScenarioError{File: name, Msg: strings.TrimPrefix(msg, "yaml: ")}
+	first := yamlfile.Problems(err)[0]
+	return &ScenarioError{File: name, Line: first.Line, Msg: first.Msg}
 }
 
 // decodeStrict checks the node tree against the Go type t (unknown and duplicate keys,
@@ -113,8 +94,7 @@ func checkNode(n *yaml.Node, t reflect.Type, where string) (string, int) {
 		if n.Kind != yaml.MappingNode {
 			return fmt.Sprintf("%s must be a mapping", describe(where)), n.Line
 		}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
+		for k, v := range yamlfile.Pairs(n) {
 			if msg, line := checkNode(k, t.Key(), where); msg != "" {
 				return msg, line
 			}
@@ -143,8 +123,7 @@ func checkMapping(n *yaml.Node, t reflect.Type, where string) (string, int) {
 		names = append(names, tag)
 	}
 	seen := map[string]int{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
+	for k, v := range yamlfile.Pairs(n) {
 		if k.Kind != yaml.ScalarNode {
 			return fmt.Sprintf("%s has a key that is not a plain name", describe(where)), k.Line
 		}
@@ -181,48 +160,8 @@ func describe(where string) string {
 	return where
 }
 
-// child returns the value node of key in mapping n, or nil.
-func child(n *yaml.Node, key string) *yaml.Node {
-	if n == nil || n.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			return n.Content[i+1]
-		}
-	}
-	return nil
-}
-
-// item returns the i-th element of sequence n, or nil.
-func item(n *yaml.Node, i int) *yaml.Node {
-	if n == nil || n.Kind != yaml.SequenceNode || i < 0 || i >= len(n.Content) {
-		return nil
-	}
-	return n.Content[i]
-}
-
-// lineOf is the line of key's value in mapping n, else the line of n itself.
-func lineOf(n *yaml.Node, key string) int {
-	if c := child(n, key); c != nil {
-		return c.Line
-	}
-	if n != nil {
-		return n.Line
-	}
-	return 0
-}
-
-// keyLines lists the keys of mapping n with their lines, in file order.
-func keyLines(n *yaml.Node) ([]string, []int) {
-	if n == nil || n.Kind != yaml.MappingNode {
-		return nil, nil
-	}
-	var keys []string
-	var lines []int
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		keys = append(keys, n.Content[i].Value)
-		lines = append(lines, n.Content[i].Line)
-	}
-	return keys, lines
+// lineOf is the line of the deepest value on a dotted key path under mapping n ("count",
+// "pcie.busId"), else the line of n itself.
+func lineOf(n *yaml.Node, path string) int {
+	return yamlfile.Line(yamlfile.Find(n, yamlfile.Dotted(path)...), n)
 }
