@@ -4,9 +4,16 @@
 // against the policy, and releases the node's "acceptance" hold when the run passes or
 // keeps it, with the reason in status and an Event, when it fails.
 //
-// The decisions are pure functions of the GPUNode, the Node's labels, the policies, the
-// record and a clock (decide.go, evaluate.go, phase.go); Reconciler applies them in ordered,
-// re-entrant phases and writes status once, at the end of each pass.
+// With the record it judges acceptance layer L2, what Kubernetes sees of the node (the Node
+// Ready, allocatable GPUs as the agent counted them, labels, kubelet, taints, the
+// device-plugin pod): the result is the condition KubernetesInventory and an Event, and a
+// failure holds the node when the policy's layers include "kubernetes"
+// (docs/acceptance-l2.md).
+//
+// The decisions are pure functions of the GPUNode, the Node, the policies, the record, the
+// pods on the node and a clock (decide.go, evaluate.go, phase.go, kubernetes_*.go);
+// Reconciler applies them in ordered, re-entrant phases and writes status once, at the end
+// of each pass.
 //
 // The protocol with the agent: the controller raises spec.acceptanceGeneration (and sets
 // spec.acceptanceReason); the agent runs acceptance whenever that number is above

@@ -59,8 +59,9 @@ func (r *Reconciler) selectPolicy(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// evaluate judges the answer to the current request, if it is in: a pass releases the
-// acceptance hold, a failure takes (or keeps) it with the verdict as its reason.
+// evaluate judges the answer to the current request, if it is in, with layer L2 (what
+// Kubernetes sees of the node, judgeKubernetes): a pass releases the acceptance hold, a
+// failure takes (or keeps) it with the verdict as its reason.
 func (r *Reconciler) evaluate(ctx context.Context, s *scope) error {
 	gn := s.gn
 	if s.node == nil || s.policy == nil || gn.Spec.AcceptanceGeneration == 0 || Outstanding(gn) {
@@ -79,7 +80,10 @@ func (r *Reconciler) evaluate(ctx context.Context, s *scope) error {
 		}
 		return fmt.Errorf("get AcceptanceRecord %q of GPUNode %q: %w", name, gn.Name, err)
 	}
-	v := Evaluate(gn, s.policy, record)
+	v, err := r.judgeKubernetes(ctx, s, record, Evaluate(gn, s.policy, record))
+	if err != nil {
+		return err
+	}
 	ops := nodeops.Ops{Client: r.Client, Clock: r.Clock.Now}
 	if v.Accepted {
 		if err := ops.Release(ctx, s.node.Name, v1alpha1.HoldOwnerAcceptance); err != nil {

@@ -42,6 +42,7 @@ const conflictRetry = 200 * time.Millisecond
 // +kubebuilder:rbac:groups=gpunode.dev,resources=gpunodepolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=gpunode.dev,resources=acceptancerecords,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=gpunode-system
@@ -51,18 +52,23 @@ const conflictRetry = 200 * time.Millisecond
 // Client must read Nodes from the API server, not a cache (nodeops.Ops writes holds with
 // optimistic concurrency): build the manager with ClientOptions.
 type Reconciler struct {
-	// Client reads and writes GPUNodes, policies and records (cached) and Nodes (uncached).
+	// Client reads and writes GPUNodes, policies and records (cached) and Nodes and Pods
+	// (uncached).
 	Client client.Client
 	// Recorder emits Events on GPUNodes and Nodes.
 	Recorder events.EventRecorder
 	// Clock stamps conditions and new holds.
 	Clock clock.PassiveClock
+	// KubernetesRecheck is how soon a node held by a failed layer-kubernetes check is
+	// judged again (0: DefaultKubernetesRecheck); the Node's status is not watched.
+	KubernetesRecheck time.Duration
 }
 
-// ClientOptions are the manager's client options the Reconciler needs: Nodes are read from
-// the API server, not cached (one GET per pass, no cluster-wide Node informer).
+// ClientOptions are the manager's client options the Reconciler needs: Nodes and Pods are
+// read from the API server, not cached (one GET per pass, one LIST of a node's pods per
+// layer-kubernetes judgement, no cluster-wide Node or Pod informer).
 func ClientOptions() client.Options {
-	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Node{}}}}
+	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Node{}, &corev1.Pod{}}}}
 }
 
 // Scheme is the scheme the controller's manager needs: the built-in kinds and gpunode's.

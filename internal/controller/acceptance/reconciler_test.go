@@ -27,9 +27,9 @@ import (
 // waitTimeout bounds every wait for the controller; a pass takes milliseconds.
 const waitTimeout = 20 * time.Second
 
-// startController starts a manager running the Reconciler against the test API server
-// and stops it when t ends.
-func startController(t *testing.T) client.Client {
+// startController starts a manager running the Reconciler, changed by each option, against
+// the test API server and stops it when t ends.
+func startController(t *testing.T, options ...func(*Reconciler)) client.Client {
 	t.Helper()
 	cfg, c := testenv.Start(t)
 	s, err := testenv.Scheme()
@@ -46,6 +46,9 @@ func startController(t *testing.T) client.Client {
 		t.Fatalf("new manager: %v", err)
 	}
 	r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(Name), Clock: clock.RealClock{}}
+	for _, o := range options {
+		o(r)
+	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
@@ -78,8 +81,15 @@ func join(t *testing.T, c client.Client, name string, gpus int, labels map[strin
 	if err := c.Create(ctx, gn); err != nil {
 		t.Fatalf("creating GPUNode %s: %v", name, err)
 	}
-	gn.Status = status
-	if err := c.Status().Update(ctx, gn); err != nil {
+	err := retryOnConflict(ctx, func() error { // the controller may have written it meanwhile
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, gn); err != nil {
+			return err
+		}
+		gn.Status.AcceleratorClass, gn.Status.GPUCount, gn.Status.Health = status.AcceleratorClass, status.GPUCount, status.Health
+		gn.Status.Inventory, gn.Status.Versions = status.Inventory, status.Versions
+		return c.Status().Update(ctx, gn)
+	})
+	if err != nil {
 		t.Fatalf("publishing GPUNode %s status: %v", name, err)
 	}
 }
@@ -166,8 +176,10 @@ func TestANewNodeIsAskedForAcceptanceAndReleasedWhenItPasses(t *testing.T) {
 	createPolicy(t, c, policy("pass-fleet", 10, map[string]string{"fleet": "pass"}, 8))
 	join(t, c, "node-pass", 8, map[string]string{"fleet": "pass"})
 
+	// The request (spec) and its pass's status are two writes: wait for both.
 	gn := waitGPUNode(t, c, "node-pass", "acceptance to be requested", func(gn *v1alpha1.GPUNode) bool {
-		return gn.Spec.AcceptanceGeneration == 1
+		r := condition(gn, ConditionAcceptanceRequested).Reason
+		return gn.Spec.AcceptanceGeneration == 1 && (r == ReasonNewNode || r == ReasonPending)
 	})
 	if gn.Spec.AcceptanceReason != "new node: never accepted" || gn.Status.Phase != v1alpha1.PhaseAccepting {
 		t.Errorf("after the request: reason %q, phase %s; want the new-node reason and Accepting", gn.Spec.AcceptanceReason, gn.Status.Phase)

@@ -1,0 +1,67 @@
+package acceptance
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1alpha1 "github.com/gpunode/gpunode/api/v1alpha1"
+)
+
+// DefaultKubernetesRecheck is how soon a node held by a failed L2 check is judged again
+// when Reconciler.KubernetesRecheck is zero.
+const DefaultKubernetesRecheck = 20 * time.Second
+
+// maxEventNote is the API's limit on an Event's note.
+const maxEventNote = 1024
+
+// podNodeNameField selects the pods bound to a Node (a field the API server indexes).
+const podNodeNameField = "spec.nodeName"
+
+// judgeKubernetes judges layer L2 of s's node with record, the answer to its request, and
+// folds the judgement into v (see KubernetesJudgement.Apply). The result is the condition
+// KubernetesInventory, an Event on the GPUNode when it changes, and, while a gating check
+// fails, another pass after the recheck interval (the Node's status is not watched).
+func (r *Reconciler) judgeKubernetes(ctx context.Context, s *scope, record *v1alpha1.AcceptanceRecord, v Verdict) (Verdict, error) {
+	if v.Reason == ReasonRecordMismatch {
+		return v, nil
+	}
+	gates := KubernetesGates(s.policy)
+	if !NeedKubernetesJudgement(s.gn, record.Name, gates, v.Accepted) {
+		return v, nil
+	}
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, client.MatchingFields{podNodeNameField: s.node.Name}); err != nil {
+		return v, fmt.Errorf("list the pods on Node %q to judge layer kubernetes of GPUNode %q: %w", s.node.Name, s.gn.Name, err)
+	}
+	j := KubernetesJudgement{
+		Record: record.Name, Gates: gates,
+		Checks: KubernetesChecks(KubernetesFacts{Node: s.node, GPUNode: s.gn, Pods: pods.Items}),
+	}
+	status, reason, msg := j.Condition()
+	if r.setCondition(s.gn, ConditionKubernetesInventory, status, reason, msg) {
+		typ := corev1.EventTypeNormal
+		if reason != ReasonKubernetesPassed {
+			typ = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(s.gn, s.node, typ, ConditionKubernetesInventory+reason, "JudgeKubernetes", "%s", truncate(msg, maxEventNote))
+	}
+	failed := j.Failed()
+	log.FromContext(ctx).V(1).Info("judged layer kubernetes", "record", record.Name, "gates", gates,
+		"checks", len(j.Checks), "failed", len(failed), "condition", reason)
+	out := j.Apply(v)
+	if out.Accepted != v.Accepted { // held by L2: Kubernetes's view may catch up
+		recheck := r.KubernetesRecheck
+		if recheck <= 0 {
+			recheck = DefaultKubernetesRecheck
+		}
+		if s.result.RequeueAfter == 0 || recheck < s.result.RequeueAfter {
+			s.result.RequeueAfter = recheck
+		}
+	}
+	return out, nil
+}
