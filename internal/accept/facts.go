@@ -18,7 +18,10 @@ type Facts struct {
 	Host    *host.Facts
 	HostErr error
 	// XIDs seen in the kernel log since boot; KernelLogErr says why the log could not be read.
-	XIDs         []xid.Event
+	XIDs []xid.Event
+	// ClearedXIDs are XIDs since boot that a recovery step carried out since then covers
+	// (a GPU reset for an XID whose action is a reset): they are reported, not counted.
+	ClearedXIDs  []ClearedXID
 	KernelLogErr error
 	// Performance is what the performance layer (L4) measured; PerformanceErr says why
 	// nothing was measured (no CUDA driver). Both nil: the layer's measurements were not
@@ -30,4 +33,11 @@ type Facts struct {
 	// make the layer skip; anything else fails it).
 	Frameworks    *frameworks.Report
 	FrameworksErr error
+}
+
+// ClearedXID is an XID a recovery step since boot cleared, and which step.
+type ClearedXID struct {
+	Event xid.Event `json:"event"`
+	// By says which recovery, when: "gpu-reset at 2026-11-29T18:52:41Z".
+	By string `json:"by"`
 }

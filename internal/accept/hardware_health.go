@@ -245,8 +245,18 @@ func checkXIDs(f *Facts, p *Policy) Verdict {
 	for _, i := range order {
 		v.GPUs = append(v.GPUs, *perGPU[i])
 	}
+	for i, c := range f.ClearedXIDs {
+		if i == 4 {
+			v.Evidence = append(v.Evidence, fmt.Sprintf("... and %d more cleared by recovery steps", len(f.ClearedXIDs)-i))
+			break
+		}
+		v.Evidence = append(v.Evidence, fmt.Sprintf("not counted: XID %d on PCI %s, cleared by %s", c.Event.XID, c.Event.PCI, c.By))
+	}
 	if len(events) == 0 {
 		v.Message = "no XID errors in the kernel log since boot"
+		if n := len(f.ClearedXIDs); n > 0 {
+			v.Message = fmt.Sprintf("no XID errors in the kernel log since boot but %d cleared by a recovery step since", n)
+		}
 		return v
 	}
 	var parts []string

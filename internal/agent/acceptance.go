@@ -16,7 +16,8 @@ import (
 )
 
 // acceptance runs node-local acceptance when the controller asked for a generation the agent
-// has not answered, and publishes the record. A record that could not be created is kept
+// has not answered, and publishes the record. After a release from Maintenance the run
+// also decides the serviced GPUs' health (release.go). A record that could not be created is kept
 // and created in a later round; the run is not repeated.
 func (a *Agent) acceptance(ctx context.Context, gn *v1alpha1.GPUNode, nodeLabels map[string]string, class string) error {
 	answered := int64(0)
@@ -24,9 +25,13 @@ func (a *Agent) acceptance(ctx context.Context, gn *v1alpha1.GPUNode, nodeLabels
 		answered = a.last.Generation
 	}
 	if a.pending == nil && gn.Spec.AcceptanceGeneration > answered {
-		obj, err := a.runAcceptance(ctx, gn.Spec.AcceptanceGeneration, nodeLabels, class)
+		release := released(gn)
+		obj, err := a.runAcceptance(ctx, gn.Spec.AcceptanceGeneration, nodeLabels, class, release)
 		if err != nil {
 			return err
+		}
+		if release {
+			a.afterRelease(obj)
 		}
 		a.pending = obj
 	}
@@ -46,8 +51,10 @@ func (a *Agent) acceptance(ctx context.Context, gn *v1alpha1.GPUNode, nodeLabels
 }
 
 // runAcceptance gathers the facts (the kernel log included) and runs the acceptance engine
-// of `gpunode accept` with the policy that governs the node.
-func (a *Agent) runAcceptance(ctx context.Context, gen int64, nodeLabels map[string]string, class string) (*v1alpha1.AcceptanceRecord, error) {
+// of `gpunode accept` with the policy that governs the node. With release, every GPU counts
+// as serviced from just before the facts are gathered (once the policy is known, so that a
+// run that cannot start leaves the GPUs as they were).
+func (a *Agent) runAcceptance(ctx context.Context, gen int64, nodeLabels map[string]string, class string, release bool) (*v1alpha1.AcceptanceRecord, error) {
 	policies := &v1alpha1.GPUNodePolicyList{}
 	if err := a.cfg.Client.List(ctx, policies); err != nil {
 		return nil, fmt.Errorf("list GPUNodePolicies: %w", err)
@@ -61,6 +68,9 @@ func (a *Agent) runAcceptance(ctx context.Context, gen int64, nodeLabels map[str
 	opts := a.cfg.HostOptions
 	opts.CacheDirs = append(slices.Clone(opts.CacheDirs), pol.Host.CacheDirs...)
 
+	if release {
+		a.serviced(ctx)
+	}
 	start := a.cfg.Clock()
 	facts := a.gather(ctx, true, opts)
 

@@ -12,7 +12,13 @@
 // The controller asks for acceptance by raising spec.acceptanceGeneration; the agent runs
 // node-local acceptance when it is above status.lastAcceptance.generation, creates the
 // AcceptanceRecord (name = the record ID, spec.acceptanceGeneration = the number answered)
-// and then sets status.lastAcceptance.
+// and then sets status.lastAcceptance. When the reason is a release from Maintenance
+// (v1alpha1.AcceptanceReasonReleased) every GPU first counts as serviced, and the run's
+// result is each serviced GPU's check: only a passing run makes it healthy again.
+//
+// Each GPU's entry in status.gpuHealth also lists the pods holding it (from the kubelet's
+// pod-resources API, through Config.Pods) and the number of processes on it (when the
+// backend is a gpu.ProcessLister), for the controller's drains and resets.
 //
 // Every API error is retried with capped exponential backoff; the latest facts are kept in
 // memory and published once the API server answers, and a record that could not be created
@@ -22,6 +28,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -57,6 +64,13 @@ type Config struct {
 	Kernel monitor.KernelSource
 	// Mapping gives the accelerator class.
 	Mapping labels.Mapping
+	// Labels configures the GPU Feature Discovery labels: the device plugin's MIG strategy
+	// and sharing (deviceplugin.Sharing.LabelConfig), so that nvidia.com/gpu.replicas and
+	// the -SHARED product match what the plugin advertises. Zero: whole GPUs, not shared.
+	Labels labels.Config
+	// Pods tells which pods hold each GPU (the kubelet's pod-resources API); nil: not
+	// read, and status.gpuHealth[].pods stays absent.
+	Pods PodSource
 	// Interval between two rounds of publishing (default 30 s); the monitor polls at the
 	// same interval.
 	Interval time.Duration
@@ -73,6 +87,10 @@ type Config struct {
 	OnHealthChange func()
 	// Tool identifies the build in the records (default buildinfo.Get()).
 	Tool *buildinfo.Info
+	// NoWatch turns off watching the GPUNode for the controller's requests (a Client that
+	// can watch, client.WithWatch, is watched by default); requests are then seen only at
+	// each Interval.
+	NoWatch bool
 	// Steps carries out the controller's reset, reboot and power-cycle requests; nil:
 	// every request is answered Refused.
 	Steps Steps
@@ -94,7 +112,9 @@ type Agent struct {
 	pending   *v1alpha1.AcceptanceRecord  // a run whose record is not created yet
 	condition *metav1.Condition           // the GPUHealthy condition as published
 	answer    *v1alpha1.RemediationAnswer // what status.remediationAnswer is (or will be)
+	cleared   clearedXIDs                 // XIDs since boot a recovery covered (cleared.go)
 	published published
+	parents   parents // MIG device -> GPU, for the pod source
 }
 
 // published remembers what was last written successfully, to skip unchanged writes.
@@ -114,6 +134,9 @@ func New(cfg Config) (*Agent, error) {
 		return nil, errors.New("agent: no GPU backend")
 	case cfg.Host == nil:
 		return nil, errors.New("agent: no host reader")
+	}
+	if err := cfg.Labels.Validate(); err != nil {
+		return nil, fmt.Errorf("agent: label configuration: %w", err)
 	}
 	if cfg.Interval <= 0 {
 		cfg.Interval = 30 * time.Second
@@ -173,6 +196,9 @@ func (a *Agent) poke() {
 func (a *Agent) Run(ctx context.Context) error {
 	monDone := make(chan error, 1)
 	go func() { monDone <- a.mon.Run(ctx) }()
+	if w, canWatch := a.cfg.Client.(client.WithWatch); canWatch && !a.cfg.NoWatch {
+		go a.watchSpec(ctx, w)
+	}
 	backoff := time.Duration(0)
 	for {
 		if err := a.round(ctx); err != nil {

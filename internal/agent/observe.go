@@ -35,14 +35,15 @@ func (a *Agent) gather(ctx context.Context, kernelLog bool, opts host.Options) *
 			f.KernelLogErr = fmt.Errorf("kernel log not read by this agent")
 		} else {
 			f.XIDs, f.KernelLogErr = a.cfg.XIDs(ctx)
+			a.splitCleared(f)
 		}
 	}
 	return f
 }
 
-// nodeLabels are the GPU Feature Discovery and platform labels of the facts; none without
-// GPU facts.
-func nodeLabels(f *accept.Facts, m labels.Mapping) map[string]string {
+// nodeLabels are the GPU Feature Discovery labels (under cfg: the device plugin's MIG
+// strategy and sharing) and the platform labels of the facts; none without GPU facts.
+func nodeLabels(f *accept.Facts, m labels.Mapping, cfg labels.Config) map[string]string {
 	out := map[string]string{}
 	if f.GPU == nil {
 		return out
@@ -51,7 +52,7 @@ func nodeLabels(f *accept.Facts, m labels.Mapping) map[string]string {
 	if f.Host != nil {
 		node.Machine = f.Host.Platform.ProductName
 	}
-	for k, v := range labels.Discovery(f.GPU, node, labels.Config{}) {
+	for k, v := range labels.Discovery(f.GPU, node, cfg) {
 		out[k] = v
 	}
 	for k, v := range labels.Platform(f.GPU, m) {
@@ -63,7 +64,7 @@ func nodeLabels(f *accept.Facts, m labels.Mapping) map[string]string {
 // observedStatus is the part of GPUNode status the facts and the monitor decide: class,
 // count, inventory, versions and health. It is pure.
 func observedStatus(f *accept.Facts, lbls map[string]string, gpus []monitor.GPUHealth, kubelet string) v1alpha1.GPUNodeStatus {
-	st := v1alpha1.GPUNodeStatus{AcceleratorClass: cut(lbls[labels.KeyAcceleratorClass], 63)}
+	st := v1alpha1.GPUNodeStatus{AcceleratorClass: acceleratorClass(lbls)}
 	st.Versions.Kubelet = cut(kubelet, 64)
 	if f.Host != nil {
 		st.Versions.Kernel = cut(f.Host.Kernel.Release, 128)
@@ -90,6 +91,11 @@ func observedStatus(f *accept.Facts, lbls map[string]string, gpus []monitor.GPUH
 		st.Health = worse(st.Health, v1alpha1.Health(g.Health))
 	}
 	return st
+}
+
+// acceleratorClass is the node's accelerator class from its labels, within the API's limit.
+func acceleratorClass(lbls map[string]string) string {
+	return cut(lbls[labels.KeyAcceleratorClass], 63)
 }
 
 func gpuInfo(d *gpu.Device) v1alpha1.GPUInfo {

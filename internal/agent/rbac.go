@@ -6,7 +6,7 @@ package agent
 //
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;patch
 // +kubebuilder:rbac:groups="",resources=nodes/status,verbs=get;patch
-// +kubebuilder:rbac:groups=gpunode.dev,resources=gpunodes,verbs=get;create;patch
+// +kubebuilder:rbac:groups=gpunode.dev,resources=gpunodes,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=gpunode.dev,resources=gpunodes/status,verbs=get;patch
 // +kubebuilder:rbac:groups=gpunode.dev,resources=acceptancerecords,verbs=get;create
 // +kubebuilder:rbac:groups=gpunode.dev,resources=gpunodepolicies,verbs=get;list;watch

@@ -10,8 +10,10 @@ import (
 )
 
 // recovered tells the health monitor that a recovery was carried out on uuids (nil: every
-// GPU): a GPU whose required action it covers then awaits its check.
-func (a *Agent) recovered(uuids []string, kind health.RecoveryKind) {
+// GPU): a GPU whose required action it covers then awaits its check; and the XIDs the
+// recovery covered are no longer counted by acceptance (cleared.go).
+func (a *Agent) recovered(ctx context.Context, uuids []string, kind health.RecoveryKind) {
+	a.noteRecovery(ctx, uuids, kind)
 	for _, g := range a.mon.Health() {
 		if uuids != nil && !slices.Contains(uuids, g.UUID) {
 			continue

@@ -145,7 +145,7 @@ func (a *Agent) carryOut(ctx context.Context, req v1alpha1.RemediationRequest) *
 			a.cfg.Log.Info("node going down for remediation; answering after the boot", "node", a.cfg.NodeName, "step", req.Step)
 			return nil
 		}
-		a.recovered(nil, health.RecoveryNodeReboot)
+		a.recovered(ctx, nil, health.RecoveryNodeReboot)
 		return finish(v1alpha1.OutcomeSucceeded, fmt.Sprintf("%s done; GPU checks: %s", req.Step, a.checkGPUs(ctx, pre, nil)))
 	}
 	return finish(v1alpha1.OutcomeRefused, fmt.Sprintf("step %q is not the agent's", req.Step))
@@ -157,7 +157,7 @@ func (a *Agent) resume(ctx context.Context, j JournalEntry, boot string,
 	finish func(v1alpha1.StepOutcome, string) *v1alpha1.RemediationAnswer) *v1alpha1.RemediationAnswer {
 	switch {
 	case (j.Step == v1alpha1.StepRebootNode || j.Step == v1alpha1.StepPowerCycle) && boot != j.BootID:
-		a.recovered(nil, health.RecoveryNodeReboot)
+		a.recovered(ctx, nil, health.RecoveryNodeReboot)
 		return finish(v1alpha1.OutcomeSucceeded, fmt.Sprintf("%s done (boot %s -> %s); GPU checks: %s", j.Step, j.BootID, boot, a.checkGPUs(ctx, nil, nil)))
 	case j.Step == v1alpha1.StepRebootNode || j.Step == v1alpha1.StepPowerCycle:
 		return finish(v1alpha1.OutcomeFailed, fmt.Sprintf("%s was started but the node did not reboot (boot ID unchanged)", j.Step))
@@ -176,7 +176,7 @@ func (a *Agent) resetGPUs(ctx context.Context, pre *gpu.Snapshot, uuids []string
 			return finish(outcomeOf(err), fmt.Sprintf("reset of GPU %s: %v", u, err))
 		}
 	}
-	a.recovered(uuids, health.RecoveryGPUReset)
+	a.recovered(ctx, uuids, health.RecoveryGPUReset)
 	return finish(v1alpha1.OutcomeSucceeded, fmt.Sprintf("reset %d GPU(s); GPU checks: %s", len(uuids), a.checkGPUs(ctx, pre, uuids)))
 }
 

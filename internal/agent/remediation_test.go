@@ -192,3 +192,55 @@ func TestAnAgentWithoutStepsRefusesEveryRequest(t *testing.T) {
 		t.Fatalf("answer = %+v, want Refused", ans)
 	}
 }
+
+// recordCheck returns the check id of node's AcceptanceRecord for generation gen.
+func recordCheck(t *testing.T, c client.Client, node string, gen int64, id string) v1alpha1.Check {
+	t.Helper()
+	for _, r := range recordsOf(t, c, node) {
+		if r.Spec.AcceptanceGeneration != gen {
+			continue
+		}
+		for _, ch := range r.Spec.Checks {
+			if ch.ID == id {
+				return ch
+			}
+		}
+	}
+	t.Fatalf("no check %s in the record of generation %d", id, gen)
+	return v1alpha1.Check{}
+}
+
+func TestAcceptanceAfterAResetDoesNotCountTheXIDTheResetClearedButCountsANewOne(t *testing.T) {
+	_, c := testenv.Start(t)
+	name, cfg, b := remediationAgent(t, c)
+	start(t, cfg)
+	healthIs(t, c, name, 5, v1alpha1.HealthHealthy)
+	if err := b.Inject(sim.Fault{Type: sim.FaultXID, GPU: 5, XID: 95}); err != nil {
+		t.Fatal(err)
+	}
+	uuid := healthIs(t, c, name, 5, v1alpha1.HealthUnhealthy)
+
+	askForAcceptance(t, c, name, 1)
+	if last := acceptedAt(t, c, name, 1); last.Result != v1alpha1.AcceptanceFailed {
+		t.Fatalf("acceptance before the reset = %s, want failed (xid 95 since boot)", last.Result)
+	}
+	askForStep(t, c, name, v1alpha1.RemediationRequest{ID: 1, Step: v1alpha1.StepResetGPU, GPUs: []string{uuid}})
+	answerTo(t, c, name, 1)
+	askForAcceptance(t, c, name, 2)
+	if last := acceptedAt(t, c, name, 2); last.Result != v1alpha1.AcceptancePassed {
+		t.Fatalf("acceptance after the reset = %s, want passed", last.Result)
+	}
+	ch := recordCheck(t, c, name, 2, "hardware.xid-since-boot")
+	if ch.Status != "pass" || !strings.Contains(ch.Message, "1 cleared by a recovery step") || !strings.Contains(strings.Join(ch.Evidence, "\n"), "cleared by gpu-reset at") {
+		t.Errorf("xid check after the reset = %+v, want a pass that reports the cleared XID", ch)
+	}
+
+	if err := b.Inject(sim.Fault{Type: sim.FaultXID, GPU: 5, XID: 95}); err != nil { // the same line again: a new fault
+		t.Fatal(err)
+	}
+	healthIs(t, c, name, 5, v1alpha1.HealthUnhealthy)
+	askForAcceptance(t, c, name, 3)
+	if last := acceptedAt(t, c, name, 3); last.Result != v1alpha1.AcceptanceFailed {
+		t.Fatalf("acceptance after the XID came back = %s, want failed", last.Result)
+	}
+}

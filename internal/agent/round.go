@@ -36,19 +36,25 @@ func (a *Agent) round(ctx context.Context) error {
 		return err
 	}
 	facts := a.gather(ctx, false, a.cfg.HostOptions)
-	lbls := nodeLabels(facts, a.cfg.Mapping)
+	lbls := nodeLabels(facts, a.cfg.Mapping, a.cfg.Labels)
 	resync := a.cfg.Clock().Sub(a.published.at) >= a.cfg.Resync
 	if err := a.applyLabels(ctx, lbls, resync); err != nil {
 		return err
 	}
 	a.remediate(ctx, gn) // before the status: a step changes GPU health
-	st := observedStatus(facts, lbls, a.mon.Health(), node.Status.NodeInfo.KubeletVersion)
 	selectable := maps.Clone(node.Labels)
 	if selectable == nil {
 		selectable = map[string]string{}
 	}
 	maps.Copy(selectable, lbls)
-	accErr := a.acceptance(ctx, gn, selectable, st.AcceleratorClass)
+	// Before the status too: acceptance after a release decides the GPUs' health, which
+	// must be published in the same write as the record that decided it.
+	accErr := a.acceptance(ctx, gn, selectable, acceleratorClass(lbls))
+	st := observedStatus(facts, lbls, a.mon.Health(), node.Status.NodeInfo.KubeletVersion)
+	if facts.GPU != nil {
+		a.parents.update(facts.GPU.Devices)
+		withUsage(&st, a.usageOf(ctx, facts.GPU.Devices))
+	}
 	st.LastAcceptance = a.last
 	st.RemediationAnswer = a.answer
 	st.Conditions = []metav1.Condition{a.conditionNow(healthCondition(facts, &st, gn.Generation))}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -26,6 +27,7 @@ import (
 	"github.com/gpunode/gpunode/internal/kmsg"
 	"github.com/gpunode/gpunode/internal/labels"
 	"github.com/gpunode/gpunode/internal/monitor"
+	"github.com/gpunode/gpunode/internal/podresources"
 	"github.com/gpunode/gpunode/internal/xid"
 )
 
@@ -36,6 +38,7 @@ type agentOptions struct {
 	labelMapping string
 	plugin       pluginOptions
 	remediation  remediationOptions
+	podSocket    string
 }
 
 func newAgentCommand() *cobra.Command {
@@ -53,8 +56,11 @@ applies the GPU Feature Discovery and platform labels to the Node with server-si
 (field manager gpunode-agent: labels it does not own are never touched). When the
 controller raises spec.acceptanceGeneration it runs node-local acceptance (as
 'gpunode accept') with the GPUNodePolicy that selects the node and publishes an
-AcceptanceRecord. API errors are retried with capped exponential backoff; the latest state
-is published once the API server answers.
+AcceptanceRecord. Each GPU's health lists the pods holding it (from the kubelet's
+pod-resources socket) and its process count. The controller's remediation requests are
+carried out with --reset-command, --reboot-command and --power-cycle-command, after an
+evidence bundle is written under --state-dir. API errors are retried with capped
+exponential backoff; the latest state is published once the API server answers.
 
 The node name comes from --node-name or $NODE_NAME (the downward API's spec.nodeName).`,
 		Example: `  # in the DaemonSet (NODE_NAME from the downward API, in-cluster credentials)
@@ -71,6 +77,7 @@ The node name comes from --node-name or $NODE_NAME (the downward API's spec.node
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else the in-cluster service account)")
 	fs.DurationVar(&o.interval, "interval", 30*time.Second, "how often the status is published and the GPUs are polled")
 	fs.StringVar(&o.labelMapping, "label-mapping", "", "accelerator-class mapping YAML that extends or overrides the built-in one")
+	fs.StringVar(&o.podSocket, "pod-resources-socket", podresources.DefaultSocket, "the kubelet's pod-resources socket: the pods on each GPU in the GPUNode status and in evidence bundles (\"\" to disable; while it cannot be read the pods are left out)")
 	o.plugin.addFlags(fs)
 	o.remediation.addFlags(fs)
 	return cmd
@@ -107,11 +114,18 @@ func runAgent(ctx context.Context, o *agentOptions, errOut io.Writer) error {
 	log := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	var health *deviceplugin.MonitorSource
 	var a *agent.Agent
+	var sharing deviceplugin.Sharing
+	gfd := labels.Config{} // whole GPUs unless the agent's own device plugin shares them
 	if o.plugin.enabled {
 		health = deviceplugin.NewMonitorSource(func() []monitor.GPUHealth { return a.Health() })
+		if sharing, err = o.plugin.sharing(ctx, c, node, log); err != nil {
+			return err
+		}
+		gfd = sharing.LabelConfig()
 	}
+	pods := o.podSource(&a, sharing, log)
 	a, err = agent.New(agent.Config{
-		NodeName: node, Client: c, Backend: backend, Mapping: mapping, Interval: o.interval,
+		NodeName: node, Client: c, Backend: backend, Mapping: mapping, Labels: gfd, Interval: o.interval,
 		OnHealthChange: func() {
 			if health != nil {
 				health.Notify()
@@ -126,17 +140,20 @@ func runAgent(ctx context.Context, o *agentOptions, errOut io.Writer) error {
 		Log:         log,
 		Steps:       o.remediation.steps(backend, o.facts.hostRoot),
 		Journal:     o.remediation.journal(),
-		Evidence:    o.remediation.evidence(node, backend, o.facts.hostRoot, findingsOf(&a)),
+		Evidence:    o.remediation.evidence(node, backend, o.facts.hostRoot, findingsOf(&a), pods),
+		Pods:        pods,
 	})
 	if err != nil {
 		return err
 	}
+	if pods != nil {
+		podCtx, stopPods := context.WithCancel(ctx)
+		podsDone := make(chan struct{})
+		go func() { defer close(podsDone); pods.Run(podCtx) }()
+		defer func() { stopPods(); <-podsDone }()
+	}
 	if !o.plugin.enabled {
 		return a.Run(ctx)
-	}
-	sharing, err := o.plugin.sharing(ctx, c, node, log)
-	if err != nil {
-		return err
 	}
 	runPlugins, err := o.plugin.start(ctx, backend, health, sharing, o.facts.hostRoot, o.interval, log)
 	if err != nil {
@@ -150,6 +167,27 @@ func runAgent(ctx context.Context, o *agentOptions, errOut io.Writer) error {
 	err = a.Run(ctx)
 	stopPlugin()
 	return errors.Join(err, <-pluginDone)
+}
+
+// podSource is the kubelet's pod-resources cache of --pod-resources-socket (nil when
+// disabled). It files the pods of a MIG device or an index ID under the GPU, as the agent
+// *a knows it, and counts the resources NVIDIA's device plugin advertises plus those the
+// agent's own plugin renames under sharing. It does not fail on an absent socket: the
+// kubelet may come later, and the pods are left out of the status until it answers.
+func (o *agentOptions) podSource(a **agent.Agent, sharing deviceplugin.Sharing, log *slog.Logger) *podresources.Cache {
+	if o.podSocket == "" {
+		return nil
+	}
+	names := podresources.DefaultResourceNames()
+	for _, r := range sharing.TimeSlicing.Resources {
+		if r.Rename != "" && !slices.Contains(names, r.Rename) {
+			names = append(names, r.Rename)
+		}
+	}
+	// Refreshed as often as the status is published, at most every DefaultRefresh (10 s).
+	return podresources.New(podresources.Options{Socket: o.podSocket, Log: log, ResourceNames: names,
+		Refresh:   min(o.interval, podresources.DefaultRefresh),
+		ParentGPU: func(id string) (string, bool) { return (*a).ParentGPU(id) }})
 }
 
 // agentKernelSource is the health monitor's kernel log: the simulated GPUs' own, the live
@@ -166,7 +204,7 @@ func (o *factOptions) agentKernelSource(b gpu.Backend) monitor.KernelSource {
 
 // agentClient is a client that reads from the API server (no cache: the agent reads two
 // objects per round) with the built-in kinds and gpunode's.
-func agentClient(kubeconfig string) (client.Client, error) {
+func agentClient(kubeconfig string) (client.WithWatch, error) {
 	cfg, err := agentRESTConfig(kubeconfig)
 	if err != nil {
 		return nil, err
@@ -178,7 +216,7 @@ func agentClient(kubeconfig string) (client.Client, error) {
 	if err := v1alpha1.AddToScheme(s); err != nil {
 		return nil, fmt.Errorf("agent scheme: %w", err)
 	}
-	c, err := client.New(cfg, client.Options{Scheme: s})
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: s})
 	if err != nil {
 		return nil, fmt.Errorf("client for %s: %w", cfg.Host, err)
 	}

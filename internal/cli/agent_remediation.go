@@ -13,6 +13,7 @@ import (
 	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/gpu/sim"
 	"github.com/gpunode/gpunode/internal/health"
+	"github.com/gpunode/gpunode/internal/podresources"
 	"github.com/gpunode/gpunode/internal/recovery"
 )
 
@@ -52,15 +53,18 @@ func (o *remediationOptions) journal() agent.Journal {
 }
 
 // evidence writes bundles under --state-dir/evidence with what the agent knows: the GPU
-// backend, the kernel log (the simulated node's, or /dev/kmsg's ring buffer) and the
-// health monitor's findings.
-func (o *remediationOptions) evidence(node string, backend gpu.Backend, hostRoot string, findings func() []health.Finding) agent.EvidenceWriter {
+// backend, the kernel log (the simulated node's, or /dev/kmsg's ring buffer), the
+// health monitor's findings and, with a pod source, the pods on the GPUs.
+func (o *remediationOptions) evidence(node string, backend gpu.Backend, hostRoot string, findings func() []health.Finding, pods *podresources.Cache) agent.EvidenceWriter {
 	if hostRoot == "" {
 		hostRoot = "/"
 	}
 	root := os.DirFS(hostRoot)
 	col := evidence.Collector{Node: evidence.NodeFacts{Node: node, Agent: buildinfo.Get().Version},
 		Root: root, Backend: backend, Findings: findings}
+	if pods != nil { // a nil *Cache in the interface would not be nil
+		col.Pods = pods
+	}
 	if sb, isSim := backend.(*sim.Backend); isSim {
 		col.Root, col.Kernel = nil, simKernelRecords{sb}
 	} else {

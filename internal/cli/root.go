@@ -31,6 +31,9 @@ Exit codes: 0 ok/passed, 1 failed, 2 bad usage or bad input.`,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	root.AddCommand(newVersionCommand(), newInventoryCommand(), newAcceptCommand(), newDoctorCommand(), newMonitorCommand(), newXIDCommand(), newExporterCommand(), newControllerCommand(), newAgentCommand(), newStressCommand())
+	root.AddCommand(newExplainCommand())
+	root.AddCommand(newReleaseCommand())
+	root.AddCommand(newSimCommand())
 	return root
 }
 

@@ -68,6 +68,13 @@ func NewState(now time.Time) State {
 	return State{Health: Healthy, Action: fault.ActionNone, Since: now}
 }
 
+// Covers reports whether recovery k carries out action a or a more disruptive one (a
+// reboot covers a GPU reset); an unknown kind covers nothing.
+func (k RecoveryKind) Covers(a fault.Action) bool {
+	c, ok := recoveryCovers[k]
+	return ok && a.Rank() <= c.Rank()
+}
+
 // Input is what moves the machine: a Finding, Recovered, CheckPassed or CheckFailed.
 type Input interface{ input() }
 

@@ -95,6 +95,24 @@ var installModes = []installMode{
 				t.Error("a ConfigMap is rendered without a configuration")
 			}
 		}},
+	{"remediation through nsenter passes the commands to the agent and shares the host's PID namespace",
+		"agent:\n  remediation:\n    resetCommand: [nvidia-smi, --gpu-reset, -i, \"{gpu}\"]\n" +
+			"    rebootCommand: [nsenter, --target=1, --mount, --uts, --ipc, --net, --pid, --, systemctl, reboot]\n" +
+			"    powerCycleCommand: [nsenter, --target=1, --mount, --, /usr/local/sbin/bmc-power-cycle]\n    hostPID: true\n",
+		func(t *testing.T, ms []manifest) {
+			ds := agentDaemonSet(t, ms)
+			if !ds.Spec.Template.Spec.HostPID {
+				t.Error("hostPID should be on for a reboot through nsenter --target=1")
+			}
+			c := container(ds, "agent")
+			for _, want := range []string{"--reset-command=nvidia-smi,--gpu-reset,-i,{gpu}",
+				"--reboot-command=nsenter,--target=1,--mount,--uts,--ipc,--net,--pid,--,systemctl,reboot",
+				"--power-cycle-command=nsenter,--target=1,--mount,--,/usr/local/sbin/bmc-power-cycle"} {
+				if !slices.Contains(c.Args, want) {
+					t.Errorf("agent args %v lack %s", c.Args, want)
+				}
+			}
+		}},
 	{"without the exporter the pod has only the agent and no port 9400", "exporter: {enabled: false}",
 		func(t *testing.T, ms []manifest) {
 			ds := agentDaemonSet(t, ms)

@@ -53,7 +53,8 @@ func TestTheAgentRunsOnHeldGPUNodesWithReadOnlyHostMountsExceptItsState(t *testi
 		t.Errorf("host paths = %v, want %v", hostPaths, want)
 	}
 	agent := container(ds, "agent")
-	for _, arg := range []string{"agent", "--node-name=$(NODE_NAME)", "--host-root=/host"} {
+	for _, arg := range []string{"agent", "--node-name=$(NODE_NAME)", "--host-root=/host", "--state-dir=/var/lib/gpunode",
+		"--pod-resources-socket=/var/lib/kubelet/pod-resources/kubelet.sock"} {
 		if !slices.Contains(agent.Args, arg) {
 			t.Errorf("agent args %v lack %s", agent.Args, arg)
 		}
@@ -109,6 +110,11 @@ func TestTheValuesSchemaRefusesValuesThatWouldInstallSomethingBroken(t *testing.
 		{"a misspelt value is refused rather than ignored", "agent: {privilegd: false}", "privilegd"},
 		{"a pull policy Kubernetes does not know is refused", "image: {pullPolicy: Sometimes}", "pullPolicy"},
 		{"zero controller replicas are refused", "controller: {replicas: 0}", "replicas"},
+		{"a reset command that does not name the GPU is refused", "agent: {remediation: {resetCommand: [nvidia-smi, --gpu-reset]}}", "at '/agent/remediation/resetCommand'"},
+		{"a command argument with a comma is refused (the flag is comma-separated)", "agent: {remediation: {rebootCommand: [sh, -c, \"sync, reboot\"]}}", "at '/agent/remediation/rebootCommand/2'"},
+		{"a command given as one string is refused", "agent: {remediation: {powerCycleCommand: \"ipmitool chassis power cycle\"}}", "at '/agent/remediation/powerCycleCommand'"},
+		{"hostPID that is not a boolean is refused", "agent: {remediation: {hostPID: \"yes\"}}", "at '/agent/remediation/hostPID'"},
+		{"hostPID for an unprivileged agent is refused", "agent: {privileged: false, remediation: {hostPID: true}}", "agent.remediation.hostPID needs agent.privileged"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

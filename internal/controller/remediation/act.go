@@ -3,6 +3,7 @@ package remediation
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,8 +18,14 @@ import (
 	"github.com/gpunode/gpunode/internal/remediation"
 )
 
-// defaultDrainTimeout bounds one pass's eviction when Reconciler.DrainTimeout is zero.
-const defaultDrainTimeout = 10 * time.Second
+// defaultDrainTimeout bounds one pass's eviction when Reconciler.DrainTimeout is zero. It
+// is short: the controller runs one worker, and the decision asks again while pods remain
+// (the policy's drainTimeout bounds the whole drain).
+const defaultDrainTimeout = 2 * time.Second
+
+// podDeleteWait is how long one pass waits for an evicted pod to go before it leaves the
+// pod terminating and returns.
+const podDeleteWait = 500 * time.Millisecond
 
 // agentSteps are the actions the agent carries out through spec.remediation.
 var agentSteps = map[remediation.ActionKind]v1alpha1.RemediationStep{
@@ -54,6 +61,10 @@ func Request(gn *v1alpha1.GPUNode, f remediation.Facts, d remediation.Decision) 
 		if a.Kind == remediation.ActionRequestAcceptance && a.ID > upd.Spec.AcceptanceGeneration {
 			upd.Spec.AcceptanceGeneration = a.ID
 			upd.Spec.AcceptanceReason = truncate(fmt.Sprintf("remediation: after %s (%s)", d.State.Step, reasonOf(d)), 256)
+			if d.State.AfterRelease {
+				// A person serviced the node: the agent treats its GPUs as serviced first.
+				upd.Spec.AcceptanceReason = v1alpha1.AcceptanceReasonReleased
+			}
 			requested = append(requested, a)
 		}
 	}
@@ -99,11 +110,17 @@ func (r *Reconciler) applyHold(ctx context.Context, gn *v1alpha1.GPUNode, d reme
 		if err := ops.Hold(ctx, gn.Spec.NodeName, remediation.OwnerRemediation, d.HoldReason); err != nil {
 			return false, fmt.Errorf("hold GPUNode %q for remediation: %w", gn.Name, err)
 		}
+		if err := r.awaitHoldSeen(ctx, gn.Spec.NodeName, true); err != nil {
+			return false, err
+		}
 		r.Recorder.Eventf(gn, nil, corev1.EventTypeWarning, d.Reason, "Hold", "%s", d.HoldReason)
 		return true, nil
 	case remediation.HoldRelease:
 		if err := ops.Release(ctx, gn.Spec.NodeName, remediation.OwnerRemediation); err != nil {
 			return false, fmt.Errorf("release GPUNode %q from remediation: %w", gn.Name, err)
+		}
+		if err := r.awaitHoldSeen(ctx, gn.Spec.NodeName, false); err != nil {
+			return false, err
 		}
 		r.Recorder.Eventf(gn, nil, corev1.EventTypeNormal, d.Reason, "Release", "%s", d.Message)
 	}
@@ -111,7 +128,8 @@ func (r *Reconciler) applyHold(ctx context.Context, gn *v1alpha1.GPUNode, d reme
 }
 
 // act carries out the controller's own actions; the agent's were asked for by persist.
-func (r *Reconciler) act(ctx context.Context, gn *v1alpha1.GPUNode, d remediation.Decision) error {
+// sel is the pool's driverPodSelector (nil: none).
+func (r *Reconciler) act(ctx context.Context, gn *v1alpha1.GPUNode, d remediation.Decision, sel *v1alpha1.PodSelector) error {
 	for _, a := range d.Actions {
 		switch a.Kind {
 		case remediation.ActionEvictPods:
@@ -119,24 +137,25 @@ func (r *Reconciler) act(ctx context.Context, gn *v1alpha1.GPUNode, d remediatio
 				return err
 			}
 		case remediation.ActionReloadDriver:
-			// Not carried out yet: the step times out and the ladder escalates past it.
-			r.Recorder.Eventf(gn, nil, corev1.EventTypeWarning, "ReloadDriverUnsupported", "ReloadDriver",
-				"reload-driver (id %d) is not carried out by this controller yet; it will time out and escalate", a.ID)
+			if _, err := r.reloadDriver(ctx, gn, sel, a.ID); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
 // evict drains the pods of the action's GPUs: every pod of the node for a node-wide action,
-// otherwise the pods the latest evidence bundle names. One pass drains for at most
-// DrainTimeout; the decision asks again while pods remain.
+// otherwise exactly the pods status.gpuHealth lists on those GPUs (the kubelet's
+// pod-resources, as the agent publishes them). One pass drains for at most DrainTimeout;
+// the decision asks again while pods remain.
 func (r *Reconciler) evict(ctx context.Context, gn *v1alpha1.GPUNode, a remediation.Action) error {
 	filter := nodeops.AllPods()
 	if len(a.GPUs) > 0 {
-		keys := evidencePods(gn)
+		keys := gpuPods(gn, a.GPUs)
 		if len(keys) == 0 {
 			r.Recorder.Eventf(gn, nil, corev1.EventTypeWarning, "NoPodsKnown", "EvictPods",
-				"evict-pods for GPU %v: no pod list for the GPUs is known, nothing evicted", a.GPUs)
+				"evict-pods for GPU %v: status.gpuHealth names no pod on them, nothing evicted", a.GPUs)
 			return nil
 		}
 		filter = nodeops.OnlyPods(keys...)
@@ -145,7 +164,8 @@ func (r *Reconciler) evict(ctx context.Context, gn *v1alpha1.GPUNode, a remediat
 	if timeout <= 0 {
 		timeout = defaultDrainTimeout
 	}
-	res, err := nodeops.Drainer{Client: r.Client}.Drain(ctx, gn.Spec.NodeName, nodeops.DrainOptions{Pods: filter, Timeout: timeout})
+	res, err := nodeops.Drainer{Client: r.Client}.Drain(ctx, gn.Spec.NodeName, nodeops.DrainOptions{
+		Pods: filter, Timeout: timeout, PodDeleteTimeout: podDeleteWait, PollInterval: podDeleteWait / 2})
 	if err != nil {
 		return fmt.Errorf("evict pods of GPUNode %q: %w", gn.Name, err)
 	}
@@ -158,16 +178,20 @@ func (r *Reconciler) evict(ctx context.Context, gn *v1alpha1.GPUNode, a remediat
 	return nil
 }
 
-// evidencePods are the pods the agent's latest evidence bundle names ("namespace/name").
-func evidencePods(gn *v1alpha1.GPUNode) []types.NamespacedName {
-	a := gn.Status.RemediationAnswer
-	if a == nil || a.Evidence == nil {
-		return nil
-	}
+// gpuPods are the pods ("namespace/name") status.gpuHealth lists on the GPUs with the
+// given indices.
+func gpuPods(gn *v1alpha1.GPUNode, indices []int) []types.NamespacedName {
 	var out []types.NamespacedName
-	for _, p := range a.Evidence.Pods {
-		if ns, name, ok := strings.Cut(p, "/"); ok {
-			out = append(out, types.NamespacedName{Namespace: ns, Name: name})
+	for _, g := range gn.Status.GPUHealth {
+		if !slices.Contains(indices, int(g.Index)) {
+			continue
+		}
+		for _, p := range g.Pods {
+			ns, name, ok := strings.Cut(p, "/")
+			key := types.NamespacedName{Namespace: ns, Name: name}
+			if ok && !slices.Contains(out, key) {
+				out = append(out, key)
+			}
 		}
 	}
 	return out

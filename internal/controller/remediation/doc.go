@@ -9,9 +9,17 @@
 //     (spec.remediation: capture-evidence, reset-gpu, reboot-node, power-cycle) and the
 //     acceptance request (spec.acceptanceGeneration);
 //  2. hold: place or release the hold of owner "remediation" on the Node (nodeops);
-//  3. act: the controller's own actions (evict-pods through the Eviction API);
+//  3. act: the controller's own actions: evict-pods through the Eviction API (exactly the
+//     pods status.gpuHealth lists on the step's GPUs), and reload-driver (the driver pods
+//     the pool's driverPodSelector finds on the node, recorded by UID in the annotation
+//     gpunode.dev/remediation-controller-step before they are deleted; Succeeded once a
+//     replacement is Ready);
 //  4. mirror: a summary into status.remediation and status.phase, and Events.
 //
 // It runs one worker so that the budget every pass computes counts the holds the
-// previous passes placed.
+// previous passes placed (a pass that changes remediation's hold waits for the Node
+// metadata cache to show it). A GPUNode change that brings a new fault is queued first;
+// a tripped breaker sets the GPUNodePolicy's RemediationPaused condition; a hold released
+// in a pool re-examines the pool's nodes that wait for budget. docs/remediation.md has the
+// controller's behaviour in full.
 package remediation

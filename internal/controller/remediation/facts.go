@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/gpunode/gpunode/api/v1alpha1"
 	"github.com/gpunode/gpunode/internal/fault"
@@ -19,6 +21,10 @@ import (
 // written in the same update as spec.remediation and spec.acceptanceGeneration, so a step
 // is recorded as started before (never after) the agent can see the request for it.
 const AnnotationState = v1alpha1.AnnotationRemediationState
+
+// ReasonGPUsUnreadable is the reason of the agent's GPUHealthy condition when it cannot read
+// the GPUs at all: the driver is not loaded.
+const ReasonGPUsUnreadable = "GPUsUnreadable"
 
 // ReadState returns the State persisted on gn; a GPUNode without the annotation has the
 // zero State. A malformed annotation is an error: nothing is decided for the node until a
@@ -47,8 +53,11 @@ func RenderState(s remediation.State) (string, error) {
 // Facts maps a GPUNode, its Node's holds and labels and its pool into remediation.Facts.
 // holds are the Node's (nodeops); domainKey is the pool's failure-domain label.
 //
-// Not mapped yet (the API does not carry them): pods and compute processes per GPU
-// (Facts.GPUs Pods and Processes stay 0) and node-level faults (Facts.NodeFaults).
+// Each GPU's pods and compute processes come from status.gpuHealth (unknown counts as none:
+// the agent refuses a reset while a process holds the GPU anyway). The GPUHealthy condition
+// with reason GPUsUnreadable (the driver is not loaded) is the node fault driver-not-loaded.
+// The latest step outcome is the agent's answer or the controller's own (reload-driver),
+// whichever answers the higher request ID.
 func Facts(gn *v1alpha1.GPUNode, nodeLabels map[string]string, holds nodeops.Holds, pool, domainKey string, state remediation.State) remediation.Facts {
 	f := remediation.Facts{Node: gn.Name, Pool: pool, State: state}
 	if domainKey != "" {
@@ -66,8 +75,10 @@ func Facts(gn *v1alpha1.GPUNode, nodeLabels map[string]string, holds nodeops.Hol
 		f.GPUs = append(f.GPUs, remediation.GPU{
 			Index: int(g.Index), UUID: uuid, Health: health.Health(g.Health), Action: fault.Action(g.Action),
 			Causes: g.Causes, Since: g.Since.Time, AwaitingCheck: g.AwaitingCheck,
+			Pods: len(g.Pods), Processes: int(ptr.Deref(g.Processes, 0)),
 		})
 	}
+	f.NodeFaults = nodeFaults(gn)
 	for _, h := range holds {
 		f.Holds = append(f.Holds, remediation.Hold{Owner: h.Owner, Reason: h.Reason, Since: h.Since})
 	}
@@ -81,12 +92,28 @@ func Facts(gn *v1alpha1.GPUNode, nodeLabels map[string]string, holds nodeops.Hol
 			f.Evidence = &remediation.Evidence{ID: a.ID, SHA256: a.Evidence.SHA256, At: a.Evidence.Created.Time}
 		}
 	}
+	if cs, err := ReadControllerStep(gn); err == nil && cs != nil && cs.Outcome != "" && (f.Outcome == nil || cs.ID > f.Outcome.ID) {
+		f.Outcome = &remediation.Outcome{ID: cs.ID, Result: outcomeResult(cs.Outcome), At: cs.Finished, Detail: cs.Message}
+	}
 	if v := gn.Annotations[v1alpha1.AnnotationRelease]; v != "" {
 		if t, err := time.Parse(time.RFC3339, v); err == nil {
 			f.ReleaseRequested = t
 		}
 	}
 	return f
+}
+
+// nodeFaults are the node's faults: a GPUHealthy condition saying the GPUs cannot be read
+// (the driver is not loaded) is a fatal driver-not-loaded fault that asks for a driver
+// reload, since the condition's last transition.
+func nodeFaults(gn *v1alpha1.GPUNode) []remediation.NodeFault {
+	c := meta.FindStatusCondition(gn.Status.Conditions, v1alpha1.ConditionGPUHealthy)
+	if c == nil || c.Reason != ReasonGPUsUnreadable {
+		return nil
+	}
+	return []remediation.NodeFault{{
+		Cause: remediation.CauseDriverNotLoaded, Action: fault.ActionReloadDriver, Since: c.LastTransitionTime.Time, Fatal: true,
+	}}
 }
 
 // outcomeResult maps the agent's outcome; TimedOut (the controller's own verdict) and
@@ -105,6 +132,8 @@ func outcomeResult(o v1alpha1.StepOutcome) remediation.OutcomeResult {
 // remediation's defaults. A percentage that does not parse is an error naming the pool.
 func Policy(pool string, p v1alpha1.RemediationPolicy) (remediation.Policy, error) {
 	out := remediation.Policy{Disabled: p.Disabled, DrainTimeout: duration(p.DrainTimeout)}
+	// Without a driver pod to delete there is no driver reload: the rung is skipped.
+	out.ReloadDriver.Disabled = p.DriverPodSelector == nil
 	for _, sp := range p.Steps {
 		m := remediation.StepPolicy{
 			Disabled: sp.Disabled, MaxAttempts: int(sp.MaxAttempts),
@@ -116,6 +145,7 @@ func Policy(pool string, p v1alpha1.RemediationPolicy) (remediation.Policy, erro
 		case v1alpha1.StepResetGPU:
 			out.ResetGPU = m
 		case v1alpha1.StepReloadDriver:
+			m.Disabled = m.Disabled || p.DriverPodSelector == nil
 			out.ReloadDriver = m
 		case v1alpha1.StepRebootNode:
 			out.RebootNode = m

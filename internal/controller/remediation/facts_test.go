@@ -38,6 +38,12 @@ func TestPolicyMapsTheAPIOntoTheDecisionsPolicy(t *testing.T) {
 		{"a power-cycle step that is listed and enabled is configured", v1alpha1.RemediationPolicy{Steps: []v1alpha1.StepPolicy{
 			{Step: v1alpha1.StepPowerCycle}}},
 			func(p remediation.Policy) bool { return p.PowerCycleConfigured }},
+		{"without a driver pod selector the reload-driver rung is skipped", v1alpha1.RemediationPolicy{Steps: []v1alpha1.StepPolicy{
+			{Step: v1alpha1.StepReloadDriver, MaxAttempts: 2}}},
+			func(p remediation.Policy) bool { return p.ReloadDriver.Disabled && p.ReloadDriver.MaxAttempts == 2 }},
+		{"with a driver pod selector the reload-driver rung runs", v1alpha1.RemediationPolicy{
+			DriverPodSelector: &v1alpha1.PodSelector{Namespace: "gpu-operator"}},
+			func(p remediation.Policy) bool { return !p.ReloadDriver.Disabled }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -171,15 +172,20 @@ func (h *harness) accept(result v1alpha1.AcceptanceResult) {
 	})
 }
 
-// pass advances the clock by step and runs one reconcile.
+// pass advances the clock by step and runs one reconcile, and the one right after it
+// when it placed the hold (as the queue would, at once).
 func (h *harness) pass(step time.Duration) ctrl.Result {
 	h.t.Helper()
 	h.clock.SetTime(h.clock.Now().Add(step))
-	res, err := h.r.Reconcile(h.t.Context(), ctrl.Request{NamespacedName: client.ObjectKey{Name: h.name}})
-	if err != nil {
-		h.t.Fatalf("reconcile at %s: %v", h.clock.Now().Format(time.RFC3339), err)
+	for {
+		res, err := h.r.Reconcile(h.t.Context(), ctrl.Request{NamespacedName: client.ObjectKey{Name: h.name}})
+		if err != nil {
+			h.t.Fatalf("reconcile at %s: %v", h.clock.Now().Format(time.RFC3339), err)
+		}
+		if res.RequeueAfter != AfterHoldPlaced {
+			return res
+		}
 	}
-	return res
 }
 
 // held reports whether the Node carries remediation's hold.
@@ -225,3 +231,28 @@ func containsAll(s string, parts []string) bool {
 	}
 	return true
 }
+
+// policy reads the pool's GPUNodePolicy.
+func (h *harness) policy() *v1alpha1.GPUNodePolicy {
+	h.t.Helper()
+	pool := h.pool
+	if pool == "" {
+		pool = h.name
+	}
+	p := &v1alpha1.GPUNodePolicy{}
+	if err := h.c.Get(h.t.Context(), client.ObjectKey{Name: pool}, p); err != nil {
+		h.t.Fatalf("reading GPUNodePolicy %s: %v", pool, err)
+	}
+	return p
+}
+
+func findCondition(cs []metav1.Condition, typ string) *metav1.Condition {
+	for i := range cs {
+		if cs[i].Type == typ {
+			return &cs[i]
+		}
+	}
+	return nil
+}
+
+func intstrOf(n int32) intstr.IntOrString { return intstr.FromInt32(n) }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -23,9 +21,10 @@ type loaded struct {
 	policies map[string]*v1alpha1.GPUNodePolicy
 }
 
-// loadFleet maps every GPUNode into facts. The reconciled node's holds are read from its
-// Node (uncached); the other nodes' from the holds annotation of one metadata-only listing
-// of the Nodes, which the budget only counts. It returns nil when the reconciled node
+// loadFleet maps every GPUNode into facts. Every node's holds, the reconciled node's too,
+// come from the holds annotation of one metadata-only listing of the Nodes (the cache,
+// which every pass that changed remediation's hold waited to show the change: the budget
+// counts the hold the previous pass placed). It returns nil when the reconciled node
 // cannot be decided (its Node is gone, or its persisted state is malformed).
 func (r *Reconciler) loadFleet(ctx context.Context, gn *v1alpha1.GPUNode) (*loaded, error) {
 	logger := log.FromContext(ctx)
@@ -34,24 +33,25 @@ func (r *Reconciler) loadFleet(ctx context.Context, gn *v1alpha1.GPUNode) (*load
 		return nil, fmt.Errorf("list GPUNodePolicies for GPUNode %q: %w", gn.Name, err)
 	}
 	var gns v1alpha1.GPUNodeList
-	if err := r.Client.List(ctx, &gns); err != nil {
+	// Read only: the cache's objects are not copied (the reconciled node is the fresh read).
+	if err := r.Client.List(ctx, &gns, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list GPUNodes for GPUNode %q: %w", gn.Name, err)
 	}
-	nodes := &metav1.PartialObjectMetadataList{}
-	nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
-	if err := r.Client.List(ctx, nodes); err != nil {
+	nodes, err := r.listNodeMeta(ctx)
+	if err != nil {
 		return nil, fmt.Errorf("list Nodes for GPUNode %q: %w", gn.Name, err)
 	}
 	meta := make(map[string]*metav1.PartialObjectMetadata, len(nodes.Items))
 	for i := range nodes.Items {
 		meta[nodes.Items[i].Name] = &nodes.Items[i]
 	}
-	selfHolds, err := nodeops.Ops{Client: r.Client}.Get(ctx, gn.Spec.NodeName)
-	switch {
-	case apierrors.IsNotFound(err):
+	self, ok := meta[gn.Spec.NodeName]
+	if !ok {
 		logger.Info("the GPUNode's Node does not exist; nothing to decide", "node", gn.Spec.NodeName)
 		return nil, nil
-	case err != nil:
+	}
+	selfHolds, err := nodeops.ParseHolds(self.Name, self.Annotations[v1alpha1.AnnotationHolds])
+	if err != nil {
 		return nil, fmt.Errorf("read holds of GPUNode %q: %w", gn.Name, err)
 	}
 	out := &loaded{
@@ -106,22 +106,10 @@ func (r *Reconciler) loadFleet(ctx context.Context, gn *v1alpha1.GPUNode) (*load
 	return out, nil
 }
 
-// persistBreakers writes the breakers the plan tripped into their policies' status.
-// Closing a breaker is a person's act (the resume annotation); this never clears one.
-func (r *Reconciler) persistBreakers(ctx context.Context, fl *loaded, plan remediation.Plan) error {
-	for pool, b := range plan.Breakers {
-		p, ok := fl.policies[pool]
-		if !ok || !b.Tripped() || (p.Status.Breaker != nil && p.Status.Breaker.TrippedAt.Time.Equal(b.TrippedAt)) {
-			continue
-		}
-		upd := p.DeepCopy()
-		upd.Status.Breaker = &v1alpha1.BreakerStatus{
-			TrippedAt: metav1.NewTime(b.TrippedAt), Faulting: int32(b.Faulting), Nodes: int32(b.Nodes), Reason: truncate(b.Reason, 1024),
-		}
-		if err := r.Client.Status().Patch(ctx, upd, client.MergeFromWithOptions(p, client.MergeFromWithOptimisticLock{})); err != nil {
-			return fmt.Errorf("record the tripped breaker of pool %q: %w", pool, err)
-		}
-		r.Recorder.Eventf(upd, nil, corev1.EventTypeWarning, remediation.ReasonBreakerOpen, "PauseRemediation", "%s", b.Reason)
+// driverSelector is the reconciled node's pool's driverPodSelector (nil: none).
+func (l *loaded) driverSelector() *v1alpha1.PodSelector {
+	if p := l.policies[l.fleet.Nodes[l.self].Pool]; p != nil {
+		return p.Spec.Remediation.DriverPodSelector
 	}
 	return nil
 }

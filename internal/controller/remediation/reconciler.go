@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -34,8 +36,8 @@ const conflictRetry = 200 * time.Millisecond
 // +kubebuilder:rbac:groups=gpunode.dev,resources=gpunodes/status,verbs=get;patch
 // +kubebuilder:rbac:groups=gpunode.dev,resources=gpunodepolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=gpunode.dev,resources=gpunodepolicies/status,verbs=get;patch
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;patch
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;delete
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -44,9 +46,10 @@ const conflictRetry = 200 * time.Millisecond
 // remediation.Facts, decides over the whole fleet (budget, breakers), persists the
 // decision's State, applies its hold and carries out its actions, in that order.
 //
-// It runs one worker: every pass sees the holds the previous passes placed, so the budget
-// is never exceeded by two passes deciding at once. Client must read Nodes and Pods from
-// the API server (ClientOptions).
+// It runs one worker: every pass sees the holds the previous passes placed (a pass that
+// changes remediation's hold waits for the Node cache to show it), so the budget is never
+// exceeded by two passes deciding at once. Client must read Nodes and Pods from the API
+// server (ClientOptions); the Nodes' metadata for the budget comes from the cache.
 type Reconciler struct {
 	// Client reads and writes GPUNodes and policies (cached), Nodes and Pods (uncached).
 	Client client.Client
@@ -54,19 +57,26 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Clock is the decisions' time.
 	Clock clock.PassiveClock
+	// NodeMetadata reads the Nodes' metadata (holds, labels) for the budget: the manager's
+	// cache (SetupWithManager sets it), which each pass that changes remediation's hold
+	// waits to show the change. Nil: Client.
+	NodeMetadata client.Reader
 	// DrainTimeout bounds the eviction one pass carries out for an evict-pods action (the
-	// decision asks again while pods remain); zero means 10 seconds.
+	// decision asks again while pods remain); zero means 2 seconds.
 	DrainTimeout time.Duration
 }
 
 // ClientOptions are the manager's client options the Reconciler needs: Nodes and Pods are
-// read from the API server, not cached.
+// read from the API server, not cached (a cluster's full Node and Pod objects are the
+// controller's largest memory cost). The budget reads the Nodes' metadata from the
+// metadata-only cache of the Node watch instead.
 func ClientOptions() client.Options {
 	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Node{}, &corev1.Pod{}}}}
 }
 
-// SetupWithManager registers the Reconciler with mgr, with one worker: it watches GPUNodes
-// and GPUNodePolicies (a change re-examines every GPUNode).
+// SetupWithManager registers the Reconciler with mgr, with one worker: it watches GPUNodes,
+// GPUNodePolicies (a change re-examines every GPUNode) and the Nodes' metadata (a hold
+// released re-examines the nodes of its pool that wait for budget).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	var missing []error
 	if r.Client == nil {
@@ -84,11 +94,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := errors.Join(missing...); err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", Name, err)
 	}
+	if r.NodeMetadata == nil {
+		r.NodeMetadata = mgr.GetCache() // fed by the Node metadata watch below
+	}
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
-		For(&v1alpha1.GPUNode{}).
+		Watches(&v1alpha1.GPUNode{}, gpuNodeEvents()).
 		Watches(&v1alpha1.GPUNodePolicy{}, handler.EnqueueRequestsFromMapFunc(r.everyGPUNode)).
+		WatchesMetadata(&corev1.Node{}, holdReleased(r.waitingInPool)).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", Name, err)
@@ -112,8 +126,9 @@ func (r *Reconciler) everyGPUNode(ctx context.Context, _ client.Object) []reconc
 // Reconcile decides one GPUNode and carries the decision out: persist the State (with the
 // agent request or the acceptance request in the same update), apply the hold, carry out
 // the controller's actions, then mirror a summary into status.remediation. When the pass
-// placed remediation's hold, it decides once more on the new facts, so that the first
-// action follows the hold in the same pass.
+// placed remediation's hold it returns at once, asking to run again (AfterHoldPlaced):
+// isolating the next faulty node (a new fault is queued first) comes before this node's
+// first action, which the next pass decides on the new facts.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	defer func() {
 		if retErr != nil && apierrors.IsConflict(retErr) {
@@ -121,14 +136,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			res, retErr = ctrl.Result{RequeueAfter: conflictRetry}, nil
 		}
 	}()
-	for range 2 {
-		again, res, err := r.pass(ctx, req.Name)
-		if err != nil || !again {
-			return res, err
-		}
+	again, res, err := r.pass(ctx, req.Name)
+	if again {
+		res = ctrl.Result{RequeueAfter: AfterHoldPlaced}
 	}
-	return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	res.Priority = ptr.To(priorityNormal) // a requeue is not a new fault
+	return res, err
 }
+
+// AfterHoldPlaced is the requeue a pass that placed remediation's hold asks for.
+const AfterHoldPlaced = time.Millisecond
 
 // pass is one decision on GPUNode name, carried out; again reports that it placed the hold.
 func (r *Reconciler) pass(ctx context.Context, name string) (again bool, res ctrl.Result, err error) {
@@ -142,6 +159,10 @@ func (r *Reconciler) pass(ctx context.Context, name string) (again bool, res ctr
 	now := r.Clock.Now()
 	fl, err := r.loadFleet(ctx, gn)
 	if err != nil || fl == nil {
+		return false, ctrl.Result{}, err
+	}
+	inFlight, err := r.followControllerStep(ctx, gn, fl)
+	if err != nil {
 		return false, ctrl.Result{}, err
 	}
 	plan, decisions := remediation.DecideFleet(fl.fleet, now)
@@ -158,7 +179,7 @@ func (r *Reconciler) pass(ctx context.Context, name string) (again bool, res ctr
 	if err != nil {
 		return false, ctrl.Result{}, err
 	}
-	if err := r.act(ctx, gn, d); err != nil {
+	if err := r.act(ctx, gn, d, fl.driverSelector()); err != nil {
 		return false, ctrl.Result{}, err
 	}
 	mirror(gn, facts, d)
@@ -168,7 +189,20 @@ func (r *Reconciler) pass(ctx context.Context, name string) (again bool, res ctr
 	if placed && len(d.Actions) == 0 {
 		return true, ctrl.Result{}, nil
 	}
-	return false, ctrl.Result{RequeueAfter: d.RequeueAfter(now)}, nil
+	after := d.RequeueAfter(now)
+	if inFlight || startedControllerStep(d) {
+		after = min(after, controllerStepPoll) // a reload-driver in progress is polled
+		if after == 0 {
+			after = controllerStepPoll
+		}
+	}
+	return false, ctrl.Result{RequeueAfter: after}, nil
+}
+
+// startedControllerStep reports whether the decision started a step the controller
+// carries out itself and follows by polling.
+func startedControllerStep(d remediation.Decision) bool {
+	return slices.ContainsFunc(d.Actions, func(a remediation.Action) bool { return a.Kind == remediation.ActionReloadDriver })
 }
 
 // patchStatus writes gn's status if it differs from base's, guarded by resourceVersion.

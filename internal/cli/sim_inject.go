@@ -1,0 +1,116 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpunode/gpunode/internal/gpu/sim"
+	"github.com/gpunode/gpunode/internal/simfleet"
+)
+
+type simInjectOptions struct {
+	fault    simfleet.Fault
+	xid      int
+	faultSet bool
+	gpuSet   bool
+	stateDir string
+	json     bool
+}
+
+func newSimInjectCommand() *cobra.Command {
+	o := &simInjectOptions{}
+	types := make([]string, 0, len(sim.FaultTypes()))
+	for _, t := range sim.FaultTypes() {
+		types = append(types, string(t))
+	}
+	cmd := &cobra.Command{
+		Use:   "inject NODE (--xid N | --fault TYPE) [--gpu I]",
+		Short: "Inject a fault into a node of a running simulated fleet",
+		Long: `Inject a fault into one node of the fleet 'gpunode sim fleet' runs with the same --state-dir,
+now, through its control socket (--state-dir/fleet.sock). The fault is what a scenario
+file's faults entry says (docs/sim-scenarios.md): --xid N is an Xid on GPU --gpu (the
+kernel-log line and the state its code implies); --fault TYPE is any fault type:
+` + strings.Join(types, ", ") + `.
+
+The node's agent sees it as on a real node; the controller then decides (watch the fleet
+table, or 'gpunode explain node NODE'). Exit codes: 0 injected, 1 no fleet or no such node,
+2 bad usage or a fault the node's GPUs refuse.`,
+		Example: `  gpunode sim inject sim-002 --gpu 3 --xid 95
+  gpunode sim inject sim-001 --gpu 0 --xid 79
+  gpunode sim inject sim-003 --gpu 5 --fault ecc-uncorrected --count 2
+  gpunode sim inject sim-003 --gpu 1 --fault nvlink-down --links 0,1`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.faultSet, o.gpuSet = cmd.Flags().Changed("fault"), cmd.Flags().Changed("gpu")
+			return runSimInject(cmd.Context(), o, args[0], cmd.OutOrStdout())
+		},
+	}
+	fs := cmd.Flags()
+	fs.IntVar(&o.fault.GPU, "gpu", 0, "index of the GPU the fault hits")
+	fs.IntVar(&o.xid, "xid", 0, "inject Xid N (the same as --fault xid --xid N)")
+	fs.StringVar(&o.fault.Type, "fault", "", "fault type: "+strings.Join(types, ", "))
+	fs.StringVar(&o.fault.Message, "message", "", "the Xid line's text, or a kernel-log fault's whole line")
+	fs.Uint64Var(&o.fault.Count, "count", 0, "errors or remapped rows (ecc-*, row-remap-pending; default 1)")
+	fs.IntSliceVar(&o.fault.Links, "links", nil, "NVLinks that go down (nvlink-down; default all)")
+	fs.IntVar(&o.fault.LinkGen, "link-gen", 0, "downgraded PCIe generation (pcie-downgrade)")
+	fs.IntVar(&o.fault.LinkWidth, "link-width", 0, "downgraded PCIe width (pcie-downgrade)")
+	fs.IntVar(&o.fault.TemperatureC, "temperature", 0, "GPU temperature in °C while throttled (thermal-throttle)")
+	fs.Float64Var(&o.fault.PowerW, "power", 0, "power draw in W while throttled (power-throttle)")
+	fs.StringVar(&o.fault.Action, "action", "", "recovery action the GPU reports (recovery-action)")
+	fs.Float64Var(&o.fault.Factor, "factor", 0, "bandwidth or compute factor, 0 < F <= 1 (slow-bandwidth, slow-compute)")
+	fs.StringVar(&o.stateDir, "state-dir", simfleet.DefaultStateDir(), "state folder of the running fleet (as given to 'gpunode sim fleet')")
+	fs.BoolVar(&o.json, "json", false, "print the fleet's answer as JSON")
+	return cmd
+}
+
+// request checks the flags and builds the inject request.
+func (o *simInjectOptions) request(node string) (simfleet.InjectRequest, error) {
+	f := o.fault
+	switch {
+	case o.xid != 0 && o.faultSet && f.Type != string(sim.FaultXID):
+		return simfleet.InjectRequest{}, usageErrorf("--xid %d and --fault %s: --xid injects an xid fault", o.xid, f.Type)
+	case o.xid != 0:
+		f.Type, f.XID = string(sim.FaultXID), o.xid
+	case !o.faultSet:
+		return simfleet.InjectRequest{}, usageErrorf("give --xid N or --fault TYPE")
+	case f.Type == string(sim.FaultXID):
+		return simfleet.InjectRequest{}, usageErrorf("--fault xid needs --xid N")
+	}
+	if !o.gpuSet && f.Type != string(sim.FaultKernelLog) {
+		return simfleet.InjectRequest{}, usageErrorf("--gpu: which GPU does the %s fault hit?", f.Type)
+	}
+	return simfleet.InjectRequest{Node: node, Fault: f}, nil
+}
+
+func runSimInject(ctx context.Context, o *simInjectOptions, node string, out io.Writer) error {
+	req, err := o.request(node)
+	if err != nil {
+		return err
+	}
+	resp, err := simfleet.Inject(ctx, o.stateDir, req)
+	if errors.Is(err, simfleet.ErrInvalidFault) {
+		return usageError(err)
+	}
+	if err != nil {
+		return err
+	}
+	if o.json {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(resp)
+	}
+	what := resp.Fault.Type
+	if resp.Fault.Type == string(sim.FaultXID) {
+		what = fmt.Sprintf("xid %d", resp.Fault.XID)
+	}
+	_, _ = fmt.Fprintf(out, "injected %s on GPU %d of %s at %s\n", what, resp.Fault.GPU, resp.Node, resp.At.Format(time.RFC3339Nano))
+	_, _ = fmt.Fprintf(out, "watch it: gpunode explain node %s --kubeconfig %s/%s\n", resp.Node, o.stateDir, simfleet.KubeconfigFile)
+	return nil
+}
