@@ -124,7 +124,7 @@ func runAgent(ctx context.Context, o *agentOptions, errOut io.Writer) error {
 		gfd = sharing.LabelConfig()
 	}
 	pods := o.podSource(&a, sharing, log)
-	a, err = agent.New(agent.Config{
+	cfg := agent.Config{
 		NodeName: node, Client: c, Backend: backend, Mapping: mapping, Labels: gfd, Interval: o.interval,
 		OnHealthChange: func() {
 			if health != nil {
@@ -141,9 +141,11 @@ func runAgent(ctx context.Context, o *agentOptions, errOut io.Writer) error {
 		Steps:       o.remediation.steps(backend, o.facts.hostRoot),
 		Journal:     o.remediation.journal(),
 		Evidence:    o.remediation.evidence(node, backend, o.facts.hostRoot, findingsOf(&a), pods),
-		Pods:        pods,
-	})
-	if err != nil {
+	}
+	if pods != nil { // a nil *Cache in the interface would not be nil
+		cfg.Pods = pods
+	}
+	if a, err = agent.New(cfg); err != nil {
 		return err
 	}
 	if pods != nil {

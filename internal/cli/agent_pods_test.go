@@ -141,3 +141,47 @@ func waitFor(t *testing.T, what string, check func(*v1alpha1.GPUNode) error, c c
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// With --pod-resources-socket "" the agent reads no pods and still publishes every round
+// (it once dereferenced the absent pod source: a nil *Cache inside a non-nil interface).
+func TestTheAgentCommandWithoutAPodResourcesSocketPublishesWithoutPods(t *testing.T) {
+	cfg, c := testenv.Start(t)
+	ctx := context.Background()
+	node := "agent-no-pods-1"
+	if err := c.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan int, 1)
+	var out, errOut bytes.Buffer
+	go func() {
+		done <- Execute(runCtx, []string{"agent", "--node-name", node, "--sim", "h100x8", "--interval", "100ms",
+			"--kubeconfig", kubeconfigFor(t, cfg), "--state-dir", t.TempDir(), "--pod-resources-socket", ""}, &out, &errOut)
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		select {
+		case code := <-done:
+			t.Fatalf("gpunode agent exited %d before publishing:\n%s", code, errOut.String())
+		default:
+		}
+		gn := &v1alpha1.GPUNode{}
+		if err := c.Get(ctx, client.ObjectKey{Name: node}, gn); err == nil && len(gn.Status.GPUHealth) == 8 {
+			for _, g := range gn.Status.GPUHealth {
+				if len(g.Pods) != 0 {
+					t.Errorf("GPU %d lists pods %v without a pod-resources socket", g.Index, g.Pods)
+				}
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no status with 8 GPUs within 20 s:\n%s", errOut.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	if code := <-done; code != ExitOK {
+		t.Errorf("gpunode agent exited %d:\n%s", code, errOut.String())
+	}
+}
