@@ -33,6 +33,7 @@ Exit codes: 0 ok/passed, 1 failed, 2 bad usage or bad input.`,
 	root.AddCommand(newVersionCommand(), newInventoryCommand(), newAcceptCommand(), newDoctorCommand(), newMonitorCommand(), newXIDCommand(), newExporterCommand(), newControllerCommand(), newAgentCommand(), newStressCommand())
 	root.AddCommand(newExplainCommand())
 	root.AddCommand(newReleaseCommand())
+	root.AddCommand(newResumeCommand())
 	root.AddCommand(newSimCommand())
 	return root
 }
