@@ -25,6 +25,9 @@ type stressOptions struct {
 	pcieMinRatio float64
 	json         bool
 	quiet        bool
+	inProcess    bool
+	childGPUs    string // hidden: serve as the child process of these GPUs
+	fault        string // hidden: KIND:TEST:GPU, a fault injected in a child
 }
 
 func newStressCommand() *cobra.Command {
@@ -54,11 +57,15 @@ Tests (--tests, in this order):
 hbm, fp32, fp64 and memory run on all selected GPUs at once, each keeping its GPU busy for
 --duration; pcie runs one GPU at a time, p2p one pair at a time. While every test runs,
 the SM clock and clock-event (throttle) reasons are sampled through NVML; a reason that is
-not benign (hardware slowdown, thermal, power brake) fails the test. Each test on each GPU
-has a timeout; a GPU that does not answer within it fails that test and skips its later
-ones. A CUDA error fails the test by name (CUDA_ERROR_...); a kernel fault that leaves
-CUDA unusable in the process (CUDA_ERROR_LAUNCH_FAILED, ...) skips every later test,
-saying so: run again with --gpus leaving that GPU out.
+not benign (hardware slowdown, thermal, power brake) fails the test.
+
+Each GPU's tests run in a child process of its own (this binary, re-executed), p2p in one
+holding both GPUs of the pair: a kernel fault, whose CUDA error (CUDA_ERROR_LAUNCH_FAILED,
+...) poisons a whole process, fails that test alone, and a test past its timeout has its
+child killed, which frees the GPU; the GPU's later tests run in a new child, and the other
+GPUs carry on. A child that crashes fails its test with the signal or exit code and its
+last stderr line. --in-process runs everything in one process instead: a kernel fault then
+skips every later test, and a hung GPU's later tests are skipped.
 
 Performance against per-model baselines is the acceptance 'performance' check's job; stress
 passes on correct results, PCIe against the link and steady clocks.
@@ -71,7 +78,7 @@ libcuda.so.1: every test is skipped), 2 bad usage.`,
   gpunode stress --sim h200x8 --tests all`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runStress(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runStress(cmd.Context(), o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	fs := cmd.Flags()
@@ -83,6 +90,11 @@ libcuda.so.1: every test is skipped), 2 bad usage.`,
 	fs.Float64Var(&o.pcieMinRatio, "pcie-min-ratio", 0.75, "fail a PCIe direction under this fraction of the link's theoretical GB/s")
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON (schema gpunode.dev/stress/v1, docs/stress.md)")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
+	fs.BoolVar(&o.inProcess, "in-process", false, "run the tests in this process instead of one child process per GPU (a kernel fault or hang then affects every GPU)")
+	fs.StringVar(&o.childGPUs, "child-gpus", "", "internal: serve as the child process of these GPUs (JSON lines on stdin and stdout)")
+	fs.StringVar(&o.fault, "inject-fault", "", "internal: run a faulty kernel instead of a test, trap|spin:TEST:GPU, to test the fault handling")
+	_ = fs.MarkHidden("child-gpus")
+	_ = fs.MarkHidden("inject-fault")
 	fs.StringVar(&o.sim, "sim", "", "use simulated GPUs: a preset ("+joinPresets()+") or a scenario YAML file; results are generated, not measured")
 	return cmd
 }
@@ -110,7 +122,10 @@ func (o *stressOptions) plan() (stress.Plan, error) {
 	return stress.Plan{Tests: tests, Duration: o.duration, Timeout: timeout, SampleInterval: o.interval, PCIeMinRatio: o.pcieMinRatio}, nil
 }
 
-func runStress(ctx context.Context, o *stressOptions, out, errOut io.Writer) error {
+func runStress(ctx context.Context, o *stressOptions, in io.Reader, out, errOut io.Writer) error {
+	if o.childGPUs != "" {
+		return runStressChild(ctx, o, in, out)
+	}
 	p, err := o.plan()
 	if err != nil {
 		return err
@@ -145,7 +160,12 @@ func runStress(ctx context.Context, o *stressOptions, out, errOut io.Writer) err
 			defer func() { _ = b.Close() }()
 			sampler = stress.BackendSampler{Backend: b}
 		}
-		exec = stress.NewCUDA()
+		if exec, err = o.realExecutor(); err != nil {
+			return err
+		}
+		if c, ok := exec.(*stress.Children); ok {
+			defer c.Close()
+		}
 	}
 	if p.GPUs, err = selectGPUs(gpus, want, o.gpus); err != nil {
 		return err

@@ -8,6 +8,7 @@ import "C"
 import (
 	"context"
 	"errors"
+	"fmt"
 )
 
 // Kernels that fail on purpose, for the tests that prove a GPU fault is a
@@ -34,4 +35,17 @@ func runPTX(ctx context.Context, dev int, ptx, entry string) error {
 		}
 		return s.sync()
 	})
+}
+
+// InjectFault runs a kernel that fails on purpose on device dev: "trap"
+// (CUDA_ERROR_LAUNCH_FAILED, sticky) or "spin" (never returns). It exists to
+// prove on a real GPU that the child processes contain both (FaultExecutor).
+func InjectFault(ctx context.Context, dev int, kind string) error {
+	switch kind {
+	case FaultTrap:
+		return runPTX(ctx, dev, trapPTX, "trap_kernel")
+	case FaultSpin:
+		return runPTX(ctx, dev, spinPTX, "spin_forever")
+	}
+	return fmt.Errorf("%w: unknown fault %q (want %s or %s)", ErrBadInput, kind, FaultTrap, FaultSpin)
 }

@@ -156,7 +156,8 @@ func judge(o Outcome, err error, timeout time.Duration) Outcome {
 		o.Status, o.Reason = StatusSkip, err.Error()
 		return o
 	case errors.Is(err, errTimedOut):
-		o.Status, o.Reason = StatusFail, fmt.Sprintf("%v after %s", err, timeout)
+		// What wraps errTimedOut after it ("; the child process ...") follows.
+		o.Status, o.Reason = StatusFail, fmt.Sprintf("%v after %s%s", errTimedOut, timeout, strings.TrimPrefix(err.Error(), errTimedOut.Error()))
 		o.Findings = append(o.Findings, Finding{Kind: FindingTimeout, Message: o.Reason})
 		return o
 	case errors.Is(err, errInterrupted):

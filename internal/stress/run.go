@@ -159,8 +159,10 @@ func testUnits(t Test, gpus []GPU) []unit {
 	return out
 }
 
-// runUnit runs one unit under its timeout. A test that outlives it is left
-// behind (a CUDA call cannot be interrupted) and its GPUs are marked hung.
+// runUnit runs one unit under its timeout. In process, a test that outlives
+// it is left behind (a CUDA call cannot be interrupted) and its GPUs are
+// marked hung; an isolating executor (Children) kills it instead, and the
+// GPU's later tests run.
 func runUnit(ctx context.Context, t Test, u unit, p Plan, exec Executor, hung *hungSet, mon *clockMonitor) Outcome {
 	base := Outcome{Test: t}
 	if u.src < 0 {
@@ -213,11 +215,17 @@ func runUnit(ctx context.Context, t Test, u unit, p Plan, exec Executor, hung *h
 			res.err = fmt.Errorf("%w (%w)", errInterrupted, ctx.Err())
 		} else {
 			res.err = errTimedOut
-			hung.mark(t, p.Timeout, gs...)
+			if isolated(exec) {
+				res.err = fmt.Errorf("%w; its child process is killed, which frees the GPU for its next test", errTimedOut)
+			} else {
+				hung.mark(t, p.Timeout, gs...)
+			}
 		}
 	}
 	end := time.Now()
-	res.err = hung.noteSticky(t, g, res.err)
+	if !isolated(exec) {
+		res.err = hung.noteSticky(t, g, res.err)
+	}
 	o := res.o
 	o.Test, o.GPU, o.Peer = t, base.GPU, base.Peer
 	if o.Device == "" {
@@ -226,6 +234,14 @@ func runUnit(ctx context.Context, t Test, u unit, p Plan, exec Executor, hung *h
 	o.Seconds = end.Sub(start).Seconds()
 	o.Clocks = mon.summaryOrNil(g.Index, start, end)
 	return judge(o, res.err, p.Timeout)
+}
+
+// isolated reports whether exec runs each GPU's tests in a process of its
+// own, so that neither a hung test nor a sticky CUDA error reaches the
+// other GPUs or the GPU's later tests.
+func isolated(exec Executor) bool {
+	i, ok := exec.(interface{ isolatesGPUs() bool })
+	return ok && i.isolatesGPUs()
 }
 
 // summaryOrNil is summary, or nil when the monitor never had a sampler.

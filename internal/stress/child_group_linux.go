@@ -1,0 +1,26 @@
+//go:build linux
+
+package stress
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+// ownGroup puts the child in a new process group, so that killing the group
+// ends whatever it started, and a terminal's Ctrl-C reaches only the parent
+// (which kills the children); a parent that dies takes the child with it.
+func ownGroup(cmd *exec.Cmd) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+}
+
+// killGroup sends SIGKILL to the child's process group.
+func killGroup(cmd *exec.Cmd) {
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+}
