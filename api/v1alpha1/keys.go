@@ -26,6 +26,9 @@ const (
 
 	// LabelAcceleratorClass and the other platform labels are written by the agent.
 	LabelAcceleratorClass = "gpunode.dev/accelerator-class"
+	// LabelNode, on an AcceptanceRecord, is the node it is of (spec.node): the controller
+	// watches records by their metadata only and finds the node from this label.
+	LabelNode = "gpunode.dev/node"
 	// LabelPhase is the node's lifecycle phase, for selection and dashboards.
 	LabelPhase = "gpunode.dev/phase"
 

@@ -61,7 +61,7 @@ func RecordObject(r *record.Record, gen int64) *v1alpha1.AcceptanceRecord {
 	}
 	return &v1alpha1.AcceptanceRecord{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "AcceptanceRecord"},
-		ObjectMeta: metav1.ObjectMeta{Name: recordName(r.ID)},
+		ObjectMeta: metav1.ObjectMeta{Name: recordName(r.ID), Labels: nodeLabel(r.Node)},
 		Spec:       spec,
 	}
 }
@@ -147,4 +147,13 @@ func cut(s string, n int) string {
 // describe names a record for logs.
 func describe(obj *v1alpha1.AcceptanceRecord) string {
 	return fmt.Sprintf("%s (generation %d, %s)", obj.Name, obj.Spec.AcceptanceGeneration, obj.Spec.Result)
+}
+
+// nodeLabel is the record's gpunode.dev/node label; none when the node name is not a valid
+// label value (longer than 63 characters): the controller then reads the node from the name.
+func nodeLabel(node string) map[string]string {
+	if node == "" || len(node) > 63 {
+		return nil
+	}
+	return map[string]string{v1alpha1.LabelNode: node}
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	clientconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -110,8 +111,11 @@ func runController(ctx context.Context, o *controllerOptions, stderr io.Writer) 
 		return err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        scheme,
-		Client:                        remediation.ClientOptions(), // Nodes and Pods uncached: a superset of acceptance's
+		Scheme: scheme,
+		Client: remediation.ClientOptions(), // Nodes and Pods uncached: a superset of acceptance's
+		// Nothing the controllers read needs managedFields (their writes are merge patches):
+		// stripping them saves about 40% of each cached GPUNode (test/scale).
+		Cache:                         cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
 		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddress},
 		HealthProbeBindAddress:        o.healthProbeAddress,
 		LeaderElection:                o.leaderElect,

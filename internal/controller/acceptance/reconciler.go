@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -64,11 +65,12 @@ type Reconciler struct {
 	KubernetesRecheck time.Duration
 }
 
-// ClientOptions are the manager's client options the Reconciler needs: Nodes and Pods are
-// read from the API server, not cached (one GET per pass, one LIST of a node's pods per
-// layer-kubernetes judgement, no cluster-wide Node or Pod informer).
+// ClientOptions are the manager's client options the Reconciler needs: Nodes, Pods and
+// AcceptanceRecords are read from the API server, not cached (one GET per pass, one LIST of
+// a node's pods per layer-kubernetes judgement, one GET per judged record; no cluster-wide
+// Node, Pod or full-record informer).
 func ClientOptions() client.Options {
-	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Node{}, &corev1.Pod{}}}}
+	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Node{}, &corev1.Pod{}, &v1alpha1.AcceptanceRecord{}}}}
 }
 
 // Scheme is the scheme the controller's manager needs: the built-in kinds and gpunode's.
@@ -107,7 +109,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named(Name).
 		For(&v1alpha1.GPUNode{}).
 		Watches(&v1alpha1.GPUNodePolicy{}, handler.EnqueueRequestsFromMapFunc(r.everyGPUNode)).
-		Watches(&v1alpha1.AcceptanceRecord{}, handler.EnqueueRequestsFromMapFunc(recordNode)).
+		// Records by their metadata only: the full records of a large fleet's history would
+		// be most of the cache (test/scale); the one being judged is read from the server.
+		WatchesMetadata(&v1alpha1.AcceptanceRecord{}, handler.EnqueueRequestsFromMapFunc(recordNode)).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", Name, err)
@@ -129,11 +133,31 @@ func (r *Reconciler) everyGPUNode(ctx context.Context, _ client.Object) []reconc
 }
 
 func recordNode(_ context.Context, o client.Object) []reconcile.Request {
-	rec, ok := o.(*v1alpha1.AcceptanceRecord)
-	if !ok || rec.Spec.Node == "" {
+	node := o.GetLabels()[v1alpha1.LabelNode]
+	if rec, full := o.(*v1alpha1.AcceptanceRecord); full && rec.Spec.Node != "" {
+		node = rec.Spec.Node
+	}
+	if node == "" {
+		node = nodeOfRecordName(o.GetName())
+	}
+	if node == "" {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: rec.Spec.Node}}}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: node}}}
+}
+
+// nodeOfRecordName is the node of a record named as the agent names them,
+// "<node>-<yyyymmddThhmmssZ>-<8 hex>" in lower case; "" for another name.
+func nodeOfRecordName(name string) string {
+	parts := strings.Split(name, "-")
+	if len(parts) < 3 {
+		return ""
+	}
+	stamp, sum := parts[len(parts)-2], parts[len(parts)-1]
+	if len(stamp) != 16 || stamp[8] != 't' || stamp[15] != 'z' || len(sum) != 8 {
+		return ""
+	}
+	return strings.Join(parts[:len(parts)-2], "-")
 }
 
 // scope is one pass's state, shared by the phases.

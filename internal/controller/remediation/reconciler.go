@@ -66,12 +66,13 @@ type Reconciler struct {
 	DrainTimeout time.Duration
 }
 
-// ClientOptions are the manager's client options the Reconciler needs: Nodes and Pods are
-// read from the API server, not cached (a cluster's full Node and Pod objects are the
+// ClientOptions are the manager's client options the Reconciler needs (a superset of the
+// acceptance reconciler's, whose AcceptanceRecords are read uncached too): Nodes and Pods
+// are read from the API server, not cached (a cluster's full Node and Pod objects are the
 // controller's largest memory cost). The budget reads the Nodes' metadata from the
 // metadata-only cache of the Node watch instead.
 func ClientOptions() client.Options {
-	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Node{}, &corev1.Pod{}}}}
+	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Node{}, &corev1.Pod{}, &v1alpha1.AcceptanceRecord{}}}}
 }
 
 // SetupWithManager registers the Reconciler with mgr, with one worker: it watches GPUNodes,
