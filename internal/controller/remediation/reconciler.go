@@ -157,6 +157,9 @@ func (r *Reconciler) pass(ctx context.Context, name string) (again bool, res ctr
 	if gn.DeletionTimestamp != nil {
 		return false, ctrl.Result{}, nil
 	}
+	if quiet(gn) {
+		return false, ctrl.Result{}, nil
+	}
 	now := r.Clock.Now()
 	fl, err := r.loadFleet(ctx, gn)
 	if err != nil || fl == nil {
