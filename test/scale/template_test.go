@@ -76,13 +76,14 @@ func makeTemplate(t *testing.T, cfg *rest.Config, c client.Client) *template {
 			return false, nil
 		}
 		hs, err := nodeops.ParseHolds(name, n.Annotations[v1alpha1.AnnotationHolds])
-		return err == nil && len(hs) == 0 && gn.Status.Phase == v1alpha1.PhaseInService && gn.Status.LastAcceptance != nil &&
-			gn.Annotations[v1alpha1.AnnotationRemediationState] != "", nil
+		// Remediation writes no state on a healthy node it never had to touch (a quiet node):
+		// accepted, released and in service is the settled node.
+		return err == nil && len(hs) == 0 && gn.Status.Phase == v1alpha1.PhaseInService && gn.Status.LastAcceptance != nil, nil
 	})
 	stopAgent()
 	stopController()
 	if err != nil {
-		t.Fatalf("the template node %s was not accepted, released and seen by remediation within 2 minutes: %v", name, err)
+		t.Fatalf("the template node %s was not accepted and released within 2 minutes: %v", name, err)
 	}
 	tp := &template{node: &corev1.Node{}, gn: &v1alpha1.GPUNode{}, record: &v1alpha1.AcceptanceRecord{}}
 	for _, o := range []client.Object{tp.node, tp.gn} {
