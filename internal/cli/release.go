@@ -2,16 +2,11 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/spf13/cobra"
@@ -88,17 +83,11 @@ func runRelease(ctx context.Context, o *releaseOptions, name string, out io.Writ
 			"'gpunode explain node %s' says what holds it; --force sets the release annotation anyway", name, where, orNone(string(gn.Status.Phase)), name)}
 	}
 	now := time.Now().UTC()
-	// Nanoseconds: the controller acts on a release later than the Maintenance began,
-	// which may be within the same second.
-	stamp := now.Format(time.RFC3339Nano)
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{v1alpha1.AnnotationRelease: stamp}}})
+	stamp, err := stampAnnotation(ctx, c, gn, "GPUNode", v1alpha1.AnnotationRelease, now)
 	if err != nil {
-		return fmt.Errorf("encoding the release of GPUNode %q: %w", name, err)
+		return err
 	}
-	if err := c.Patch(ctx, gn, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(fieldManagerCLI)); err != nil {
-		return fmt.Errorf("setting %s on GPUNode %q: %w", v1alpha1.AnnotationRelease, name, err)
-	}
-	eventErr := recordRelease(ctx, c, gn, o.reason, now)
+	eventErr := recordCLIEvent(ctx, c, gn, "GPUNode", "Release", "ReleaseRequested", withReason("released from Maintenance by gpunode release", o.reason), now)
 	timeout := acceptanceTimeout(ctx, c, gn)
 	_, _ = fmt.Fprintf(out, "GPUNode %s: release requested at %s (annotation %s)\n", name, stamp, v1alpha1.AnnotationRelease)
 	if o.reason != "" {
@@ -134,25 +123,6 @@ func acceptanceTimeout(ctx context.Context, c client.Client, gn *v1alpha1.GPUNod
 		return def
 	}
 	return rp.WithDefaults().AcceptanceTimeout
-}
-
-// recordRelease records the release, with its reason and who asked, in an Event on gn.
-func recordRelease(ctx context.Context, c client.Client, gn *v1alpha1.GPUNode, reason string, now time.Time) error {
-	host, _ := os.Hostname()
-	note := "released from Maintenance by gpunode release"
-	if reason != "" {
-		note += ": " + reason
-	}
-	ev := &eventsv1.Event{
-		ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: fmt.Sprintf("%s.%x", gn.Name, now.UnixNano())},
-		EventTime:  metav1.NewMicroTime(now), ReportingController: "gpunode.dev/cli", ReportingInstance: clip(fieldManagerCLI+"@"+host, 128),
-		Action: "Release", Reason: "ReleaseRequested", Type: corev1.EventTypeNormal, Note: clip(note, 1024),
-		Regarding: corev1.ObjectReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: "GPUNode", Name: gn.Name, UID: gn.UID},
-	}
-	if err := c.Create(ctx, ev); err != nil {
-		return fmt.Errorf("creating the Event of the release of GPUNode %q: %w", gn.Name, err)
-	}
-	return nil
 }
 
 // clip shortens s to at most n bytes.

@@ -2,18 +2,12 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpunode/gpunode/api/v1alpha1"
@@ -80,15 +74,11 @@ func runResume(ctx context.Context, o *resumeOptions, name string, out io.Writer
 		return &exitError{code: ExitFail, err: fmt.Errorf("the circuit breaker of pool %q is not tripped: there is nothing to resume; --force sets the resume annotation anyway", name)}
 	}
 	now := time.Now().UTC()
-	stamp := now.Format(time.RFC3339Nano)
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{v1alpha1.AnnotationResumeRemediation: stamp}}})
+	stamp, err := stampAnnotation(ctx, c, p, "GPUNodePolicy", v1alpha1.AnnotationResumeRemediation, now)
 	if err != nil {
-		return fmt.Errorf("encoding the resume of GPUNodePolicy %q: %w", name, err)
+		return err
 	}
-	if err := c.Patch(ctx, p, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(fieldManagerCLI)); err != nil {
-		return fmt.Errorf("setting %s on GPUNodePolicy %q: %w", v1alpha1.AnnotationResumeRemediation, name, err)
-	}
-	eventErr := recordResume(ctx, c, p, o.reason, now)
+	eventErr := recordCLIEvent(ctx, c, p, "GPUNodePolicy", "Resume", "ResumeRequested", withReason("remediation resumed by gpunode resume", o.reason), now)
 	_, _ = fmt.Fprintf(out, "GPUNodePolicy %s: remediation resumed at %s (annotation %s)\n", name, stamp, v1alpha1.AnnotationResumeRemediation)
 	if b != nil {
 		_, _ = fmt.Fprintf(out, "the breaker tripped at %s: %s (%d of %d nodes faulting)\n", b.TrippedAt.UTC().Format(time.RFC3339), b.Reason, b.Faulting, b.Nodes)
@@ -101,25 +91,6 @@ func runResume(ctx context.Context, o *resumeOptions, name string, out io.Writer
 	_, _ = fmt.Fprintln(out, "next: the remediation controller closes the breaker and takes the pool's waiting nodes in turn, within its budget")
 	if eventErr != nil {
 		_, _ = fmt.Fprintf(out, "note: the resume is requested, but its Event could not be recorded: %v\n", eventErr)
-	}
-	return nil
-}
-
-// recordResume records the resume, with its reason and who asked, in an Event on p.
-func recordResume(ctx context.Context, c client.Client, p *v1alpha1.GPUNodePolicy, reason string, now time.Time) error {
-	host, _ := os.Hostname()
-	note := "remediation resumed by gpunode resume"
-	if reason != "" {
-		note += ": " + reason
-	}
-	ev := &eventsv1.Event{
-		ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: fmt.Sprintf("%s.%x", p.Name, now.UnixNano())},
-		EventTime:  metav1.NewMicroTime(now), ReportingController: "gpunode.dev/cli", ReportingInstance: clip(fieldManagerCLI+"@"+host, 128),
-		Action: "Resume", Reason: "ResumeRequested", Type: corev1.EventTypeNormal, Note: clip(note, 1024),
-		Regarding: corev1.ObjectReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: "GPUNodePolicy", Name: p.Name, UID: p.UID},
-	}
-	if err := c.Create(ctx, ev); err != nil {
-		return fmt.Errorf("creating the Event of the resume of GPUNodePolicy %q: %w", p.Name, err)
 	}
 	return nil
 }

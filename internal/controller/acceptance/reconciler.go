@@ -108,7 +108,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		For(&v1alpha1.GPUNode{}).
-		Watches(&v1alpha1.GPUNodePolicy{}, handler.EnqueueRequestsFromMapFunc(r.everyGPUNode)).
+		Watches(&v1alpha1.GPUNodePolicy{}, handler.EnqueueRequestsFromMapFunc(EveryGPUNode(r.Client))).
 		// Records by their metadata only: the full records of a large fleet's history would
 		// be most of the cache (test/scale); the one being judged is read from the server.
 		WatchesMetadata(&v1alpha1.AcceptanceRecord{}, handler.EnqueueRequestsFromMapFunc(recordNode)).
@@ -119,17 +119,22 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return nil
 }
 
-func (r *Reconciler) everyGPUNode(ctx context.Context, _ client.Object) []reconcile.Request {
-	var list v1alpha1.GPUNodeList
-	if err := r.Client.List(ctx, &list); err != nil {
-		log.FromContext(ctx).Error(err, "listing GPUNodes after a policy change")
-		return nil
+// EveryGPUNode is a map function that enqueues every GPUNode: a policy change may take
+// nodes on or give them up, and an update does not show the old selector. The remediation
+// reconciler uses it too.
+func EveryGPUNode(c client.Client) handler.MapFunc {
+	return func(ctx context.Context, _ client.Object) []reconcile.Request {
+		var list v1alpha1.GPUNodeList
+		if err := c.List(ctx, &list); err != nil {
+			log.FromContext(ctx).Error(err, "listing GPUNodes after a policy change")
+			return nil
+		}
+		out := make([]reconcile.Request, 0, len(list.Items))
+		for _, gn := range list.Items {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: gn.Name}})
+		}
+		return out
 	}
-	out := make([]reconcile.Request, 0, len(list.Items))
-	for _, gn := range list.Items {
-		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: gn.Name}})
-	}
-	return out
 }
 
 func recordNode(_ context.Context, o client.Object) []reconcile.Request {

@@ -19,9 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "github.com/gpunode/gpunode/api/v1alpha1"
+	"github.com/gpunode/gpunode/internal/controller/acceptance"
 	"github.com/gpunode/gpunode/internal/remediation"
 )
 
@@ -102,26 +102,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named(Name).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		Watches(&v1alpha1.GPUNode{}, gpuNodeEvents()).
-		Watches(&v1alpha1.GPUNodePolicy{}, handler.EnqueueRequestsFromMapFunc(r.everyGPUNode)).
+		Watches(&v1alpha1.GPUNodePolicy{}, handler.EnqueueRequestsFromMapFunc(acceptance.EveryGPUNode(r.Client))).
 		WatchesMetadata(&corev1.Node{}, holdReleased(r.waitingInPool)).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", Name, err)
 	}
 	return nil
-}
-
-func (r *Reconciler) everyGPUNode(ctx context.Context, _ client.Object) []reconcile.Request {
-	var list v1alpha1.GPUNodeList
-	if err := r.Client.List(ctx, &list); err != nil {
-		log.FromContext(ctx).Error(err, "listing GPUNodes after a policy change")
-		return nil
-	}
-	out := make([]reconcile.Request, 0, len(list.Items))
-	for _, gn := range list.Items {
-		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: gn.Name}})
-	}
-	return out
 }
 
 // Reconcile decides one GPUNode and carries the decision out: persist the State (with the
