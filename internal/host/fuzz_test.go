@@ -70,6 +70,7 @@ func FuzzHostValueParsers(f *testing.F) {
 		_, _ = ParseLinkSpeed(s)
 		_, _ = ParseTmpfsSize(s, 1<<40)
 		ParseMounts(s)
+		ParseMountinfo(s)
 		ParseMeminfo(s)
 		ParseOSRelease(s)
 		parseCPUInfo(s)

@@ -39,7 +39,7 @@ type SHM struct {
 	Source string `json:"source,omitempty"`
 }
 
-// Mount is one line of /proc/mounts.
+// Mount is one line of a mount table (/proc/PID/mounts or /proc/PID/mountinfo).
 type Mount struct {
 	Device     string   `json:"device"`
 	MountPoint string   `json:"mountPoint"`
@@ -57,36 +57,38 @@ func (m Mount) Option(key string) (string, bool) {
 	return "", false
 }
 
-// readMemory reads meminfo, the mount table and /dev/shm; it returns the mounts.
-func (r *Reader) readMemory(f *Facts) []Mount {
+// readMemory reads meminfo and sizes /dev/shm from the host's mount table, mounts, read
+// from the file table ("" when none could be read: /dev/shm fails as the table did).
+func (r *Reader) readMemory(f *Facts, mounts []Mount, table string) {
 	if data, err := r.readFile("/proc/meminfo"); err != nil {
 		f.setErr(FactMemory, err)
 	} else {
 		f.Memory = ParseMeminfo(string(data))
 	}
-	data, err := r.readFile("/proc/mounts")
-	if err != nil {
-		f.setErr(FactMounts, err)
-		f.setErr(FactSHM, err)
-		return nil
+	if table == "" {
+		if e := f.Err(FactMounts); e != nil {
+			f.Errors[FactSHM] = *e
+		}
+		return
 	}
-	mounts := ParseMounts(string(data))
-	f.SHM, err = r.shm(mounts, f.Memory.TotalKiB)
+	var err error
+	f.SHM, err = r.shm(mounts, table, f.Memory.TotalKiB)
 	f.setErr(FactSHM, err)
-	return mounts
 }
 
-// shm finds the size of /dev/shm: its size= option, else statfs, else the kernel default.
-func (r *Reader) shm(mounts []Mount, memTotalKiB uint64) (SHM, error) {
+// shm finds the size of the host's /dev/shm: the size= option of its line in the host's
+// mount table (named table, for errors), else statfs of /dev/shm under the root, else the
+// kernel default.
+func (r *Reader) shm(mounts []Mount, table string, memTotalKiB uint64) (SHM, error) {
 	m, ok := mountAt(mounts, "/dev/shm")
 	if !ok {
-		return SHM{}, errors.New("/proc/mounts: nothing mounted at /dev/shm")
+		return SHM{}, fmt.Errorf("%s: nothing mounted at /dev/shm", table)
 	}
 	s := SHM{Mounted: true, FSType: m.FSType}
 	if v, ok := m.Option("size"); ok {
 		n, err := ParseTmpfsSize(v, memTotalKiB*1024)
 		if err != nil {
-			return s, fmt.Errorf("/proc/mounts /dev/shm: %w", err)
+			return s, fmt.Errorf("%s /dev/shm: %w", table, err)
 		}
 		s.SizeBytes, s.Source = n, SHMFromMountOption
 		return s, nil
@@ -179,7 +181,7 @@ func ParseMeminfo(text string) Memory {
 	return m
 }
 
-// ParseMounts parses /proc/mounts (fstab format; octal escapes such as \040 undone).
+// ParseMounts parses /proc/PID/mounts (fstab format; octal escapes such as \040 undone).
 func ParseMounts(text string) []Mount {
 	var out []Mount
 	for _, line := range strings.Split(text, "\n") {

@@ -7,8 +7,9 @@ import (
 	"strings"
 )
 
-// readOS reads the distribution, the kernel and the cgroup hierarchy.
-func (r *Reader) readOS(f *Facts) {
+// readOS reads the distribution, the kernel and the cgroup hierarchy (from the host's
+// mount table when it tells).
+func (r *Reader) readOS(f *Facts, mounts []Mount) {
 	if data, err := r.readFile("/etc/os-release"); err != nil {
 		f.setErr(FactOSRelease, err)
 	} else {
@@ -31,16 +32,25 @@ func (r *Reader) readOS(f *Facts) {
 	} else {
 		f.Kernel.Tainted = t
 	}
-	f.Cgroup = r.readCgroup()
+	f.Cgroup = r.readCgroup(mounts)
 	if f.Cgroup.Version == 0 {
 		f.setErr(FactCgroup, errors.New("no cgroup hierarchy under /sys/fs/cgroup"))
 	}
 }
 
-// readCgroup finds the hierarchy: cgroup.controllers at the root means the unified (v2)
-// hierarchy; one in /sys/fs/cgroup/unified means hybrid; controller folders mean legacy.
-func (r *Reader) readCgroup() Cgroup {
-	if data, err := r.readFile("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+// readCgroup finds the hierarchy: from the host's mount table when it has
+// /sys/fs/cgroup (cgroupFromMounts), else from the files: cgroup.controllers at the root
+// means the unified (v2) hierarchy; one in /sys/fs/cgroup/unified means hybrid; controller
+// folders mean legacy. The v2 root's controllers are read from cgroup.controllers.
+func (r *Reader) readCgroup(mounts []Mount) Cgroup {
+	data, err := r.readFile("/sys/fs/cgroup/cgroup.controllers")
+	if c, ok := cgroupFromMounts(mounts); ok {
+		if c.Version == 2 && err == nil {
+			c.Controllers = strings.Fields(string(data))
+		}
+		return c
+	}
+	if err == nil {
 		return Cgroup{Version: 2, Mode: "unified", Controllers: strings.Fields(string(data))}
 	}
 	if r.exists("/sys/fs/cgroup/unified/cgroup.controllers") {

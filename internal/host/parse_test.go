@@ -182,7 +182,7 @@ func TestParseTmpfsSize(t *testing.T) {
 
 func TestSHMWithoutSizeOrStatfsIsHalfOfMemory(t *testing.T) {
 	r := &Reader{}
-	got, err := r.shm(ParseMounts("tmpfs /dev/shm tmpfs rw 0 0\n"), 1024)
+	got, err := r.shm(ParseMounts("tmpfs /dev/shm tmpfs rw 0 0\n"), "/proc/1/mounts", 1024)
 	want := SHM{Mounted: true, FSType: "tmpfs", SizeBytes: 512 * 1024, Source: SHMKernelDefault}
 	if err != nil || got != want {
 		t.Errorf("shm = %+v, %v; want %+v", got, err, want)

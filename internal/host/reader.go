@@ -117,11 +117,12 @@ func (r *Reader) Read(ctx context.Context, opts Options, gpus []GPURef) (*Facts,
 		now = r.Now
 	}
 	f := &Facts{Time: now()}
-	r.readOS(f)
+	mounts, table := r.readMounts(f)
+	r.readOS(f, mounts)
 	r.readBoot(f)
 	r.readFirmware(f)
 	r.readCPU(f)
-	mounts := r.readMemory(f)
+	r.readMemory(f, mounts, table)
 	f.GPUs = r.readGPUs(gpus)
 	r.readTimeSync(f)
 	r.readContainerd(ctx, f, opts.ContainerdConfig)

@@ -46,3 +46,31 @@ func TestNewReaderReadsARealFolder(t *testing.T) {
 		t.Errorf("time sync = %+v with no error: adjtimex neither answered nor failed", f.TimeSync)
 	}
 }
+
+// With a real host root, /dev/shm without a size= option in the node's mount table is sized
+// by statfs of <root>/dev/shm: the node's filesystem there, not the reader's /dev/shm.
+func TestTheRealReaderSizesTheNodesSHMByStatfsUnderTheRoot(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{"proc/1/mountinfo": nodeMountinfo, "proc/mounts": containerMounts,
+		"proc/meminfo": meminfo48G, "dev/shm/.keep": ""}
+	for p, s := range files {
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := realStatfs(dir)("/dev/shm")
+	if err != nil || want.TotalBytes == 0 {
+		t.Fatalf("statfs of the temporary folder: %+v, %v", want, err)
+	}
+	f, err := NewReader(dir).Read(context.Background(), Options{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.SHM.Source != SHMFromStatfs || f.SHM.SizeBytes != want.TotalBytes {
+		t.Errorf("shm = %+v, want %d bytes by statfs of %s/dev/shm (the container's mount table says 64 MiB)", f.SHM, want.TotalBytes, dir)
+	}
+}
