@@ -138,11 +138,34 @@ func (c Collector) hostFacts(out *Contents, fail func(string, error)) {
 	} else {
 		out.Node.Kernel = v
 	}
-	if v, err := readLine(c.Root, "proc/sys/kernel/hostname"); err != nil {
+	if v, err := hostname(c.Root); err != nil {
 		fail(SourceHostname, err)
 	} else {
 		out.Node.Hostname = v
 	}
+}
+
+// hostnameFiles are where the node's hostname is read under the root, in order. The node's
+// /etc/hostname comes first: /proc/sys/kernel/hostname is the hostname of the reader's UTS
+// namespace, so in a pod without hostNetwork it is the pod's name, even read through the
+// node's procfs at /host/proc.
+var hostnameFiles = []string{"etc/hostname", "proc/sys/kernel/hostname"}
+
+// hostname is the first line of the first of hostnameFiles that has one.
+func hostname(root fs.FS) (string, error) {
+	var errs []string
+	for _, name := range hostnameFiles {
+		v, err := readLine(root, name)
+		v, _, _ = strings.Cut(v, "\n")
+		if err == nil && v != "" {
+			return strings.TrimSpace(v), nil
+		}
+		if err == nil {
+			err = fmt.Errorf("/%s: empty", name)
+		}
+		errs = append(errs, err.Error())
+	}
+	return "", errors.New(strings.Join(errs, "; "))
 }
 
 func readLine(root fs.FS, name string) (string, error) {

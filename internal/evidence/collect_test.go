@@ -125,3 +125,39 @@ func TestCollectRecordsFailingSourcesAndGoesOn(t *testing.T) {
 		})
 	}
 }
+
+// In a pod without hostNetwork, /proc/sys/kernel/hostname (even through the node's procfs)
+// is the pod's UTS namespace: the pod's name. The node's /etc/hostname names the node.
+func TestTheHostnameIsTheNodesNotThePods(t *testing.T) {
+	cases := []struct {
+		name  string
+		files map[string]string
+		want  string
+		inErr []string
+	}{
+		{"the node's /etc/hostname wins over the pod's kernel hostname",
+			map[string]string{"etc/hostname": "gpu-node-07\n", "proc/sys/kernel/hostname": "gpunode-agent-x7k2p\n"}, "gpu-node-07", nil},
+		{"without /etc/hostname the kernel hostname is taken",
+			map[string]string{"proc/sys/kernel/hostname": "gpu-node-07\n"}, "gpu-node-07", nil},
+		{"an empty /etc/hostname falls through to the kernel hostname",
+			map[string]string{"etc/hostname": "\n", "proc/sys/kernel/hostname": "gpu-node-07\n"}, "gpu-node-07", nil},
+		{"neither file: the error names both", nil, "", []string{"/etc/hostname", "/proc/sys/kernel/hostname"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			root := fstest.MapFS{}
+			for p, s := range tc.files {
+				root[p] = &fstest.MapFile{Data: []byte(s)}
+			}
+			got := Collector{Node: NodeFacts{Node: "gpu-node-07"}, Root: root, Clock: fixedClock}.Collect(context.Background(), xid79("GPU-0"))
+			if got.Node.Hostname != tc.want {
+				t.Errorf("hostname = %q, want %q", got.Node.Hostname, tc.want)
+			}
+			for _, s := range tc.inErr {
+				if !strings.Contains(got.Errors[SourceHostname], s) {
+					t.Errorf("hostname error %q does not name %s", got.Errors[SourceHostname], s)
+				}
+			}
+		})
+	}
+}
