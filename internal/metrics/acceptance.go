@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -17,8 +18,10 @@ import (
 )
 
 // acceptanceCollector serves the result and time of the newest acceptance record in a
-// folder (record.Write's <id>.json files). The folder is listed again only when its
-// modification time changes (record.Write renames each file into place).
+// folder (<id>.json files: the agent's record.Store in <state-dir>/records, or
+// record.Write's). The folder is listed again only when its modification time changes
+// (each file is renamed into place). A folder that does not exist yet is the agent's
+// before its first acceptance run: no record, and not a failed scrape.
 type acceptanceCollector struct {
 	fsys           fs.FS
 	result, finish *prometheus.Desc
@@ -68,6 +71,9 @@ func (c *acceptanceCollector) collect(_ context.Context, ch chan<- prometheus.Me
 // the folder is unchanged.
 func (c *acceptanceCollector) newest() (*lastRecord, error) {
 	st, err := fs.Stat(c.fsys, ".")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // no acceptance has run yet: the agent creates the folder with its first record
+	}
 	if err != nil {
 		return nil, fmt.Errorf("acceptance records folder: %w", err)
 	}

@@ -245,15 +245,46 @@ func TestAcceptanceMetricsComeFromTheNewestRecord(t *testing.T) {
 		})
 	}
 	b := simBackend(t, "h200x1")
-	e, err := New(Options{Telemetry: b, Inventory: b, Records: os.DirFS(filepath.Join(t.TempDir(), "missing")), Clock: fixedClock})
+	notADir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notADir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(Options{Telemetry: b, Inventory: b, Records: os.DirFS(notADir), Clock: fixedClock})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if v := successOf(t, e, "acceptance"); v != 0 {
-		t.Errorf("acceptance success %g for a records folder that does not exist, want 0", v)
+		t.Errorf("acceptance success %g for a records folder that is a file, want 0", v)
 	}
 	if v := successOf(t, e, "telemetry"); v != 1 {
 		t.Errorf("telemetry success %g next to a failing acceptance collector, want 1", v)
+	}
+}
+
+// Before the agent's first acceptance run its records folder does not exist: that is no
+// result yet, not a failed scrape; once the agent writes a record it is served.
+func TestAcceptanceBeforeTheFirstRunIsNoResultAndNotAFailure(t *testing.T) {
+	b := simBackend(t, "h200x1")
+	dir := filepath.Join(t.TempDir(), "records")
+	e, err := New(Options{Telemetry: b, Inventory: b, Records: os.DirFS(dir), Clock: fixedClock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := successOf(t, e, "acceptance"); v != 1 {
+		t.Errorf("acceptance success %g before any record folder exists, want 1", v)
+	}
+	if n := gather(t, e)["gpunode_acceptance_last_result"]; n != 0 {
+		t.Errorf("%d result series before any acceptance run, want none", n)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data := `{"apiVersion":"gpunode.dev/record/v1","kind":"AcceptanceRecord","id":"n","result":"passed","finishedAt":"2025-03-01T12:00:00Z"}`
+	if err := os.WriteFile(filepath.Join(dir, "n.json"), []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if line := lineOf(string(exposition(t, e)), `gpunode_acceptance_last_result{result="passed"}`); !strings.HasSuffix(line, " 1") {
+		t.Errorf("after the first record: %q, want passed 1", line)
 	}
 }
 
