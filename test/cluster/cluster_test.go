@@ -1,0 +1,312 @@
+package cluster_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpunode/gpunode/api/v1alpha1"
+)
+
+// settle bounds every wait of the tier: CI machines are busy (load 15-30 on 2 cores), and a
+// test asserts the state it waits for, never how fast it came.
+const settle = 5 * time.Minute
+
+// TestTheChartOnARealCluster is the life of one GPU node under the chart, in order: each
+// step builds on the state the one before left, as a user's session would.
+func TestTheChartOnARealCluster(t *testing.T) {
+	need(t)
+	steps := []struct {
+		name string
+		run  func(t *testing.T)
+	}{
+		{"helm install as docs/install.md says runs the agent and the controller with the chart's defaults", installAsDocumented},
+		{"a new GPU node is held, then accepted and released", heldThenReleased},
+		{"the device plugin registers and the kubelet allocates the GPUs times replicas", devicePluginRegistered},
+		{"a pod asking for one GPU runs with its device injected by the envvar strategy", gpuPodEnvvar},
+		{"the pod shows in the GPUNode status and in the exporter's series", podAttribution},
+		{"kubectl get and describe take one GPUNode by name", getAndDescribeByName},
+		{"a kubelet restart makes the device plugin register again", kubeletRestart},
+		{"a deleted agent pod comes back and the node stays in service", agentPodDeleted},
+		{"helm upgrade to cdi-cri injects the device through CDI", upgradeToCDI},
+		{"helm uninstall removes the release and leaves the CRDs and the node's objects", uninstallAsDocumented},
+	}
+	for _, s := range steps {
+		if !t.Run(s.name, s.run) {
+			t.Fatalf("step %q failed: the steps after it build on it", s.name)
+		}
+	}
+}
+
+func installAsDocumented(t *testing.T) {
+	runDocs(t, "install")
+	for _, obj := range []string{"daemonset/gpunode-agent", "deployment/gpunode-controller"} {
+		kubectl(t, "-n", namespace, "rollout", "status", obj, "--timeout", settle.String())
+	}
+}
+
+func heldThenReleased(t *testing.T) {
+	w := watchTaints(t, nodeName)
+	runDocs(t, "label-node")
+	waitFor(t, "the agent's pod Running and Ready on the node", settle, agentReady)
+	waitFor(t, "the node held by the agent, then released by the controller", settle, func() (bool, string) {
+		return w.heldThenFree(v1alpha1.TaintNotAccepted)
+	})
+	gn := gpuNode(t)
+	if gn.Status.Phase != v1alpha1.PhaseInService || len(gn.Status.Holds) != 0 {
+		t.Fatalf("GPUNode %s after release: phase %q, holds %+v; want InService and no hold", nodeName, gn.Status.Phase, gn.Status.Holds)
+	}
+	if gn.Status.LastAcceptance == nil || gn.Status.LastAcceptance.Result != v1alpha1.AcceptancePassed {
+		t.Fatalf("GPUNode %s: last acceptance %+v, want a passed record", nodeName, gn.Status.LastAcceptance)
+	}
+}
+
+func devicePluginRegistered(t *testing.T) {
+	waitFor(t, "nvidia.com/gpu allocatable 8 (8 simulated GPUs, 1 replica)", settle, func() (bool, string) {
+		n, err := nodeGPUs(t.Context())
+		if err != nil {
+			return false, err.Error()
+		}
+		return n == "8", "allocatable nvidia.com/gpu " + n
+	})
+}
+
+// gpuPod is a test pod that asks for one GPU and prints its environment and /dev.
+func gpuPod(t *testing.T, name string) corev1.Pod {
+	t.Helper()
+	manifest := fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q,"namespace":"default"},
+"spec":{"restartPolicy":"Never","terminationGracePeriodSeconds":0,"containers":[{"name":"cuda","image":%q,
+"command":["sh","-c","env; ls /dev; sleep 3600"],"resources":{"limits":{"nvidia.com/gpu":"1"}}}]}}`, name, testImage)
+	if _, err := inClusterStdin(t.Context(), manifest, "kubectl", "apply", "-f", "-"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = inCluster(context.Background(), "kubectl", "delete", "pod", "-n", "default", name, "--wait=false")
+	})
+	var pod corev1.Pod
+	waitFor(t, "pod "+name+" Running", settle, func() (bool, string) {
+		if err := getJSON(t.Context(), &pod, "pod", "-n", "default", name); err != nil {
+			return false, err.Error()
+		}
+		return pod.Status.Phase == corev1.PodRunning, "phase " + string(pod.Status.Phase) + " " + podWhy(pod)
+	})
+	return pod
+}
+
+func gpuPodEnvvar(t *testing.T) {
+	gpuPod(t, "gpu-envvar")
+	out := kubectl(t, "exec", "-n", "default", "gpu-envvar", "--", "env")
+	uuid := envValue(out, "NVIDIA_VISIBLE_DEVICES")
+	if !slices.Contains(gpuUUIDs(t), uuid) {
+		t.Fatalf("NVIDIA_VISIBLE_DEVICES=%q in the pod: not one of the node's GPUs %v", uuid, gpuUUIDs(t))
+	}
+}
+
+func podAttribution(t *testing.T) {
+	waitFor(t, "default/gpu-envvar on a GPU in the GPUNode status", settle, func() (bool, string) {
+		gn := gpuNode(t)
+		for _, g := range gn.Status.GPUHealth {
+			if slices.Contains(g.Pods, "default/gpu-envvar") {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("gpuHealth pods: %v", podsOf(gn))
+	})
+	pod := agentPod(t)
+	waitFor(t, "the exporter's DCGM series labelled with the pod", settle, func() (bool, string) {
+		out, err := inCluster(t.Context(), "kubectl", "get", "--raw",
+			"/api/v1/namespaces/"+namespace+"/pods/"+pod.Name+":9400/proxy/metrics")
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, l := range trimLines(out) {
+			if strings.HasPrefix(l, "DCGM_FI_DEV_GPU_TEMP{") && strings.Contains(l, `pod="gpu-envvar"`) && strings.Contains(l, `namespace="default"`) {
+				return true, ""
+			}
+		}
+		return false, "no DCGM_FI_DEV_GPU_TEMP series with pod=\"gpu-envvar\""
+	})
+}
+
+func getAndDescribeByName(t *testing.T) {
+	out := kubectl(t, "get", "gpunode", nodeName)
+	if !strings.Contains(out, nodeName) || !strings.Contains(out, "InService") {
+		t.Fatalf("kubectl get gpunode %s:\n%s", nodeName, out)
+	}
+	out = kubectl(t, "describe", "gpunode", nodeName)
+	if !strings.Contains(out, "Name:         "+nodeName) {
+		t.Fatalf("kubectl describe gpunode %s:\n%s", nodeName, out)
+	}
+}
+
+func kubeletRestart(t *testing.T) {
+	before := registrations(t)
+	if out, err := script("hack/cluster-kubelet.sh", []string{"CLUSTER_STATE=" + env.state}, "restart"); err != nil {
+		t.Fatalf("restarting the kubelet: %v\n%s", err, out)
+	}
+	waitFor(t, "the device plugin registered again after the kubelet restart", settle, func() (bool, string) {
+		n := registrations(t)
+		return n > before, fmt.Sprintf("%d registrations in the agent's log (%d before the restart)", n, before)
+	})
+	devicePluginRegistered(t)
+	gpuPod(t, "gpu-after-kubelet-restart")
+}
+
+func agentPodDeleted(t *testing.T) {
+	old := agentPod(t)
+	kubectl(t, "-n", namespace, "delete", "pod", old.Name, "--wait=true", "--timeout", settle.String())
+	waitFor(t, "a new agent pod Running and Ready", settle, func() (bool, string) {
+		if ok, why := agentReady(); !ok {
+			return false, why
+		}
+		return agentPod(t).UID != old.UID, "the old pod still answers"
+	})
+	beat := gpuNode(t).Status.Agent
+	waitFor(t, "the new agent's heartbeat", settle, func() (bool, string) {
+		now := gpuNode(t).Status.Agent
+		return now != nil && (beat == nil || now.HeartbeatTime.After(beat.HeartbeatTime.Time)), "no newer heartbeat yet"
+	})
+	gn := gpuNode(t)
+	if gn.Status.Phase != v1alpha1.PhaseInService || len(gn.Status.Holds) != 0 {
+		t.Fatalf("after the agent's restart: phase %q, holds %+v; want InService and no hold", gn.Status.Phase, gn.Status.Holds)
+	}
+	devicePluginRegistered(t)
+}
+
+func upgradeToCDI(t *testing.T) {
+	runDocs(t, "upgrade-cdi")
+	kubectl(t, "-n", namespace, "rollout", "status", "daemonset/gpunode-agent", "--timeout", settle.String())
+	waitFor(t, "the agent's pod Running and Ready after the upgrade", settle, agentReady)
+	devicePluginRegistered(t)
+	gpuPod(t, "gpu-cdi")
+	out := kubectl(t, "exec", "-n", "default", "gpu-cdi", "--", "sh", "-c", "env; ls /dev")
+	uuid := envValue(out, "NVIDIA_VISIBLE_DEVICES")
+	if !slices.Contains(gpuUUIDs(t), uuid) {
+		t.Fatalf("NVIDIA_VISIBLE_DEVICES=%q from the CDI spec: not one of the node's GPUs\n%s", uuid, out)
+	}
+	if !slices.ContainsFunc(trimLines(out), func(l string) bool { return strings.HasPrefix(l, "nvidia") && l != "nvidiactl" }) {
+		t.Fatalf("no /dev/nvidiaN device in the pod (CDI device nodes):\n%s", out)
+	}
+}
+
+func uninstallAsDocumented(t *testing.T) {
+	runDocs(t, "uninstall")
+	waitFor(t, "the release's pods gone", settle, func() (bool, string) {
+		var pods corev1.PodList
+		if err := getJSON(t.Context(), &pods, "pods", "-n", namespace); err != nil {
+			return false, err.Error()
+		}
+		return len(pods.Items) == 0, fmt.Sprintf("%d pods left", len(pods.Items))
+	})
+	// What stays, and why (docs/install.md): the CRDs (helm never deletes crds/), so the
+	// GPUNodes and AcceptanceRecords, the record of what the nodes went through.
+	kubectl(t, "get", "crd", "gpunodes.gpunode.dev", "gpunodepolicies.gpunode.dev", "acceptancerecords.gpunode.dev")
+	gpuNode(t)
+	var ds appsv1.DaemonSetList
+	if err := getJSON(t.Context(), &ds, "daemonsets", "-n", namespace); err != nil || len(ds.Items) != 0 {
+		t.Fatalf("after helm uninstall: %d DaemonSets left (%v)", len(ds.Items), err)
+	}
+}
+
+func gpuNode(t *testing.T) v1alpha1.GPUNode {
+	t.Helper()
+	var gn v1alpha1.GPUNode
+	if err := getJSON(t.Context(), &gn, "gpunodes.gpunode.dev", nodeName); err != nil {
+		t.Fatal(err)
+	}
+	return gn
+}
+
+func gpuUUIDs(t *testing.T) []string {
+	var ids []string
+	for _, g := range gpuNode(t).Status.Inventory.GPUs {
+		ids = append(ids, g.UUID)
+	}
+	return ids
+}
+
+func podsOf(gn v1alpha1.GPUNode) []string {
+	var out []string
+	for _, g := range gn.Status.GPUHealth {
+		out = append(out, g.Pods...)
+	}
+	return out
+}
+
+func agentPod(t *testing.T) corev1.Pod {
+	t.Helper()
+	var pods corev1.PodList
+	if err := getJSON(t.Context(), &pods, "pods", "-n", namespace, "-l", "app.kubernetes.io/component=agent"); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			return p
+		}
+	}
+	t.Fatalf("no agent pod in %s", namespace)
+	return corev1.Pod{}
+}
+
+func agentReady() (bool, string) {
+	var pods corev1.PodList
+	if err := getJSON(context.Background(), &pods, "pods", "-n", namespace, "-l", "app.kubernetes.io/component=agent"); err != nil {
+		return false, err.Error()
+	}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil && podReady(p) {
+			return true, ""
+		}
+	}
+	b, _ := json.Marshal(pods.Items)
+	return false, fmt.Sprintf("no Ready agent pod (%d pods): %.400s", len(pods.Items), b)
+}
+
+func podReady(p corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func podWhy(p corev1.Pod) string {
+	var why []string
+	for _, c := range p.Status.Conditions {
+		if c.Status != corev1.ConditionTrue && c.Message != "" {
+			why = append(why, c.Message)
+		}
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.State.Waiting != nil {
+			why = append(why, cs.State.Waiting.Reason+": "+cs.State.Waiting.Message)
+		}
+	}
+	return strings.Join(why, "; ")
+}
+
+func envValue(env, key string) string {
+	for _, l := range trimLines(env) {
+		if v, ok := strings.CutPrefix(l, key+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// registrations counts the device plugin's registrations with the kubelet in the agent's log.
+func registrations(t *testing.T) int {
+	out, err := inCluster(t.Context(), "kubectl", "-n", namespace, "logs", agentPod(t).Name, "-c", "agent")
+	if err != nil {
+		return 0
+	}
+	return strings.Count(out, "device plugin: registered")
+}
