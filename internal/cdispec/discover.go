@@ -28,6 +28,11 @@
 //     "gpu<minor>/gi<id>/ci<id>/access N"), beside the parent GPU's node.
 //
 // Not generated: graphics and display libraries.
+//
+// Simulated GPUs (the sim backend) have nothing to discover: SimulatedHost gives each one
+// the node /dev/nvidia<index> backed by the host's /dev/null (a CDI hostPath) and an
+// environment variable naming its UUID, so CDI injection is exercised end to end on a node
+// without GPUs.
 package cdispec
 
 import (
@@ -39,6 +44,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	specs "tags.cncf.io/container-device-interface/specs-go"
 
 	"github.com/gpunode/gpunode/internal/gpu"
 )
@@ -89,6 +96,18 @@ type Host struct {
 	Binaries []string
 	// Hook is nvidia-cdi-hook's path, "" when the host has none.
 	Hook string
+	// HostPaths maps a device node (its path in the container) to the host device behind
+	// it when that is another one; absent: the node is the host's own (Discover's). The
+	// simulated GPUs' nodes are all SimulatedHostPath.
+	HostPaths map[string]string
+	// Env are environment variables a device (by GPU or MIG device UUID) sets in the
+	// container, beside its nodes (SimulatedHost's).
+	Env map[string][]string
+}
+
+// node is the spec's device node for a node path.
+func (h *Host) node(p string) *specs.DeviceNode {
+	return &specs.DeviceNode{Path: p, HostPath: h.HostPaths[p]}
 }
 
 // Discover finds the device nodes, libraries and binaries for devs under root, for the

@@ -21,6 +21,9 @@ type Keeper struct {
 	Dir string
 	// Log receives a line per spec written; discarded when nil.
 	Log *slog.Logger
+	// Simulated is set for simulated GPUs (the sim backend): the spec is SimulatedHost's,
+	// device nodes backed by /dev/null, and nothing is discovered under Root.
+	Simulated bool
 
 	written string // the key of the GPUs last written for
 }
@@ -38,9 +41,14 @@ func (k *Keeper) Sync(snap *gpu.Snapshot) (bool, error) {
 	if key == k.written {
 		return false, nil
 	}
-	h, err := Discover(k.Root, snap.Driver.Version, devs)
-	if err != nil {
-		return false, err
+	var h *Host
+	if k.Simulated {
+		h = SimulatedHost(devs)
+	} else {
+		var err error
+		if h, err = Discover(k.Root, snap.Driver.Version, devs); err != nil {
+			return false, err
+		}
 	}
 	s, err := Build(devs, h)
 	if err != nil {

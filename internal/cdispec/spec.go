@@ -2,6 +2,7 @@ package cdispec
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	specs "tags.cncf.io/container-device-interface/specs-go"
@@ -19,44 +20,46 @@ var mountOptions = []string{"ro", "nosuid", "nodev", "rbind", "rprivate"}
 // Build is the spec for devs on host: one device per GPU named by its UUID, one named by
 // its index, one per MIG device named by its UUID and by "<gpu>:<mig>" (nvidia-ctk's
 // names), and "all"; each device carries its /dev/nvidia<minor> (a MIG device also its
-// capability nodes), the spec's common
-// edits carry the control nodes, libraries, binaries and the ld.so cache hook. The spec
+// capability nodes) and the host's environment for it (Host.Env), the spec's common
+// edits carry the control nodes, libraries, binaries and the ld.so cache hook. A node
+// backed by another host device (Host.HostPaths) names it as its hostPath. The spec
 // is validated with the CDI library before it is returned.
 func Build(devs []gpu.Device, h *Host) (*specs.Spec, error) {
 	s := &specs.Spec{Kind: Kind}
-	var all []*specs.DeviceNode
+	var all specs.ContainerEdits
 	for _, d := range devs {
 		node, ok := h.GPUNodes[d.UUID]
 		if !ok {
 			return nil, fmt.Errorf("cdi spec: GPU %d (%s) has no device node", d.Index, d.UUID)
 		}
-		edits := specs.ContainerEdits{DeviceNodes: []*specs.DeviceNode{{Path: node}}}
+		edits := specs.ContainerEdits{DeviceNodes: []*specs.DeviceNode{h.node(node)}, Env: h.Env[d.UUID]}
 		s.Devices = append(s.Devices,
 			specs.Device{Name: d.UUID, ContainerEdits: edits},
 			specs.Device{Name: strconv.Itoa(d.Index), ContainerEdits: cloneEdits(edits)})
-		all = append(all, &specs.DeviceNode{Path: node})
+		all.DeviceNodes = append(all.DeviceNodes, h.node(node))
+		all.Env = append(all.Env, h.Env[d.UUID]...)
 		for _, m := range d.MIGDevices {
 			caps, ok := h.MIGNodes[m.UUID]
 			if !ok {
 				return nil, fmt.Errorf("cdi spec: GPU %d MIG device %d (%s) has no capability nodes", d.Index, m.Index, m.UUID)
 			}
-			edits := specs.ContainerEdits{DeviceNodes: []*specs.DeviceNode{{Path: node}}}
+			edits := specs.ContainerEdits{DeviceNodes: []*specs.DeviceNode{h.node(node)}, Env: h.Env[m.UUID]}
 			for _, c := range caps {
-				edits.DeviceNodes = append(edits.DeviceNodes, &specs.DeviceNode{Path: c})
+				edits.DeviceNodes = append(edits.DeviceNodes, h.node(c))
 			}
 			s.Devices = append(s.Devices,
 				specs.Device{Name: m.UUID, ContainerEdits: edits},
 				specs.Device{Name: fmt.Sprintf("%d:%d", d.Index, m.Index), ContainerEdits: cloneEdits(edits)})
 		}
 	}
-	if len(all) > 0 {
-		s.Devices = append(s.Devices, specs.Device{Name: "all", ContainerEdits: specs.ContainerEdits{DeviceNodes: all}})
+	if len(all.DeviceNodes) > 0 {
+		s.Devices = append(s.Devices, specs.Device{Name: "all", ContainerEdits: all})
 	}
 	common := &s.ContainerEdits
 	// The legacy runtime hook must not inject the GPUs a second time (nvidia-ctk sets this).
 	common.Env = []string{"NVIDIA_VISIBLE_DEVICES=void"}
 	for _, n := range h.ControlNodes {
-		common.DeviceNodes = append(common.DeviceNodes, &specs.DeviceNode{Path: n})
+		common.DeviceNodes = append(common.DeviceNodes, h.node(n))
 	}
 	for _, p := range append(append([]string{}, h.Libraries...), h.Binaries...) {
 		common.Mounts = append(common.Mounts, &specs.Mount{HostPath: p, ContainerPath: p, Options: mountOptions})
@@ -80,7 +83,7 @@ func Build(devs []gpu.Device, h *Host) (*specs.Spec, error) {
 }
 
 func cloneEdits(e specs.ContainerEdits) specs.ContainerEdits {
-	out := specs.ContainerEdits{}
+	out := specs.ContainerEdits{Env: slices.Clone(e.Env)}
 	for _, n := range e.DeviceNodes {
 		c := *n
 		out.DeviceNodes = append(out.DeviceNodes, &c)

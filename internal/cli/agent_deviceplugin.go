@@ -16,6 +16,7 @@ import (
 	"github.com/gpunode/gpunode/internal/cdispec"
 	"github.com/gpunode/gpunode/internal/deviceplugin"
 	"github.com/gpunode/gpunode/internal/gpu"
+	"github.com/gpunode/gpunode/internal/gpu/sim"
 )
 
 // pluginOptions are the agent's device-plugin flags.
@@ -88,7 +89,9 @@ func (o *pluginOptions) start(ctx context.Context, backend gpu.Backend, health d
 	if hostRoot == "" {
 		hostRoot = "/"
 	}
-	keeper := &cdispec.Keeper{Root: os.DirFS(hostRoot), Dir: o.cdiDir, Log: log}
+	// Simulated GPUs have no driver files to discover: their spec's nodes are /dev/null.
+	_, simulated := backend.(*sim.Backend)
+	keeper := &cdispec.Keeper{Root: os.DirFS(hostRoot), Dir: o.cdiDir, Log: log, Simulated: simulated}
 	snap, err := backend.Snapshot(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("device plugin: CDI spec: %w", err)

@@ -3,10 +3,15 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
+
+	"github.com/gpunode/gpunode/internal/gpu/sim"
 )
 
 func TestTheAgentRefusesABadDevicePluginConfiguration(t *testing.T) {
@@ -64,5 +69,76 @@ func TestTheAgentServesTheResourcesOfItsDevicePluginConfiguration(t *testing.T) 
 	}
 	if !bytes.Contains(errOut.Bytes(), []byte("name=nvidia.com/gpu.shared devices=32")) {
 		t.Errorf("the agent did not log the shared resource with 32 replicas:\n%s", errOut.String())
+	}
+}
+
+// On simulated GPUs the cdi strategies start and write a spec the CDI library accepts,
+// naming every GPU (its nodes are the host's /dev/null): there is no driver to discover.
+func TestTheAgentOnSimulatedGPUsWritesTheCDISpecOfEveryGPU(t *testing.T) {
+	for _, strategy := range []string{"cdi-cri", "cdi-annotations"} {
+		t.Run("strategy "+strategy, func(t *testing.T) {
+			pluginDir, err := os.MkdirTemp("", "dp")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = os.RemoveAll(pluginDir) })
+			specDir := t.TempDir()
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan int, 1)
+			var out, errOut bytes.Buffer
+			go func() {
+				done <- Execute(ctx, []string{"agent", "--sim", "h100x8", "--node-name", "n1", "--interval", "100ms",
+					"--kubeconfig", unreachableKubeconfig(t), "--state-dir", t.TempDir(), "--device-plugin",
+					"--device-plugin-dir", pluginDir, "--device-plugin-strategy", strategy, "--cdi-spec-dir", specDir}, &out, &errOut)
+			}()
+			path := filepath.Join(specDir, "gpunode-nvidia.com-gpu.json")
+			sock := filepath.Join(pluginDir, "gpunode-gpu.sock")
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				_, specErr := os.Stat(path)
+				_, sockErr := os.Stat(sock)
+				if specErr == nil && sockErr == nil {
+					break
+				}
+				select {
+				case code := <-done:
+					cancel()
+					t.Fatalf("the agent exited %d before serving; stderr:\n%s", code, errOut.String())
+				default:
+				}
+				if time.Now().After(deadline) {
+					cancel()
+					<-done
+					t.Fatalf("no spec %s and plugin socket within 10 s; stderr:\n%s", path, errOut.String())
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			cancel()
+			if code := <-done; code != ExitOK {
+				t.Fatalf("exit %d; stderr:\n%s", code, errOut.String())
+			}
+			spec, err := cdiapi.ReadSpec(path, 0)
+			if err != nil {
+				t.Fatalf("the CDI library refuses %s: %v", path, err)
+			}
+			b, err := sim.Load("h100x8")
+			if err != nil {
+				t.Fatal(err)
+			}
+			snap, err := b.Snapshot(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range snap.Devices {
+				dev := spec.GetDevice(d.UUID)
+				if dev == nil {
+					t.Errorf("the spec does not name GPU %d (%s)", d.Index, d.UUID)
+					continue
+				}
+				if n := dev.ContainerEdits.DeviceNodes; len(n) != 1 || n[0].Path != fmt.Sprintf("/dev/nvidia%d", d.Index) || n[0].HostPath != "/dev/null" {
+					t.Errorf("GPU %d's nodes %+v, want /dev/nvidia%d backed by /dev/null", d.Index, n, d.Index)
+				}
+			}
+		})
 	}
 }
