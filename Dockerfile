@@ -1,9 +1,10 @@
 # syntax=docker/dockerfile:1
 # The gpunode image: one binary for every role (agent, controller, exporter, accept).
 #
-# NOT BUILT HERE: the development machines of this project have no Docker (or other container)
-# engine, so this file has never been built by the project's tests. The binary it builds is
-# the one `hack/test.sh` builds (CGO_ENABLED=1 go build ./cmd/gpunode). See docs/install.md.
+# The recipe for machines with a container engine. `hack/image.sh OUT.tar` builds the same image
+# without one (the binary the tests build, glibc from Debian's package, umoci and skopeo): the
+# same layout, entrypoint and build flags, which test/cluster checks against this file; the
+# real-cluster tests run that image. See docs/install.md.
 #
 #   docker build --build-arg VERSION=v0.1.0 --build-arg COMMIT=$(git rev-parse HEAD) -t ghcr.io/gpunode/gpunode:v0.1.0 .
 #

@@ -32,7 +32,10 @@ CGO_ENABLED=1 go build -trimpath \
   -o "$root/usr/bin/gpunode" ./cmd/gpunode
 
 # glibc from Debian's own package, unpacked (dpkg-deb -x runs no maintainer script).
-(cd "$w" && apt-get download libc6 >/dev/null 2>&1) || { echo "image.sh: apt-get download libc6 failed (run apt-get update)" >&2; exit 1; }
+# A machine that never ran apt-get update has no package lists: update once, then retry.
+(cd "$w" && apt-get download libc6 >/dev/null 2>&1) \
+  || { apt-get update -qq >&2 && (cd "$w" && apt-get download libc6 >&2); } \
+  || { echo "image.sh: apt-get download libc6 failed" >&2; exit 1; }
 dpkg-deb -x "$w"/libc6_*.deb "$root"
 rm -rf "$root/usr/share/doc" "$root/usr/share/lintian" "$root/usr/share/locale"
 # Debian 12 is merged-/usr: /lib and /lib64 are links into /usr.

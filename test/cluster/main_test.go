@@ -33,11 +33,16 @@ var env struct {
 	state string
 	err   error
 	skip  string
+	// image is the gpunode image archive hack/image.sh built (removed after the tests).
+	image string
 }
 
 func TestMain(m *testing.M) {
 	env.skip, env.err = setUp()
 	code := m.Run()
+	if env.image != "" {
+		_ = os.RemoveAll(filepath.Dir(env.image))
+	}
 	if env.state != "" {
 		if code != 0 {
 			keepLogs()
@@ -72,8 +77,8 @@ func setUp() (skip string, err error) {
 	if err != nil {
 		return "", err
 	}
-	defer func() { _ = os.RemoveAll(work) }()
 	gpunodeTar, busyboxTar := filepath.Join(work, "gpunode.tar"), filepath.Join(work, "busybox.tar")
+	env.image = gpunodeTar
 	if out, err := script("hack/image.sh", nil, gpunodeTar); err != nil {
 		return "", fmt.Errorf("building the gpunode image: %w\n%s", err, out)
 	}
