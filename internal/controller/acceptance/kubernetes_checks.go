@@ -54,7 +54,7 @@ func KubernetesChecks(f KubernetesFacts) []v1alpha1.Check {
 		{CheckLabels, "discovery and platform labels applied", "check that the agent runs on the node and may patch its Node's labels", checkLabels},
 		{CheckKubelet, "kubelet version known", "the kubelet must report node info (status.nodeInfo)", checkKubelet},
 		{CheckTaints, "no foreign taint keeps GPU work off", "remove the taint, or make sure GPU workloads tolerate it", checkTaints},
-		{CheckDevicePlugin, "the device-plugin pod on the node is running", "see the device-plugin pod's events and log", checkDevicePlugin},
+		{CheckDevicePlugin, "the device-plugin pod on the node is running", "see the device-plugin pod's events and log (NVIDIA's plugin, or gpunode's agent pod with --device-plugin); run only one of them", checkDevicePlugin},
 	}
 	out := make([]v1alpha1.Check, 0, len(checks))
 	for _, c := range checks {
