@@ -155,7 +155,7 @@ type Check struct {
 // immutable: the API server refuses any change to its spec.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Cluster,shortName=ar,categories=gpunode
+// +kubebuilder:resource:scope=Cluster,shortName=ar,categories=gpu
 // +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.spec.node`
 // +kubebuilder:printcolumn:name="Result",type=string,JSONPath=`.spec.result`
 // +kubebuilder:printcolumn:name="Pass",type=integer,JSONPath=`.spec.summary.pass`

@@ -250,7 +250,7 @@ type AcceptanceSummary struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Cluster,shortName=gn,categories=gpunode
+// +kubebuilder:resource:scope=Cluster,shortName=gn,categories=gpu
 // +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.spec.nodeName`
 // +kubebuilder:printcolumn:name="Class",type=string,JSONPath=`.status.acceleratorClass`
 // +kubebuilder:printcolumn:name="GPUs",type=integer,JSONPath=`.status.gpuCount`
