@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"helm.sh/helm/v3/pkg/chart"
@@ -24,7 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpunode/gpunode/internal/testenv"
@@ -105,8 +105,15 @@ func renderChart(c *chart.Chart, values string) ([]manifest, error) {
 	return out, nil
 }
 
-// strict decodes into the built-in Go types and refuses unknown and duplicate fields.
-var strict = serializer.NewCodecFactory(clientgoscheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
+// strict decodes into the built-in Go types and gpunode's (a GPUNodePolicy the chart
+// renders) and refuses unknown and duplicate fields.
+var strict = sync.OnceValues(func() (runtime.Decoder, error) {
+	s, err := testenv.Scheme()
+	if err != nil {
+		return nil, err
+	}
+	return serializer.NewCodecFactory(s, serializer.EnableStrict).UniversalDeserializer(), nil
+})
 
 func decodeManifests(source, text string) ([]manifest, error) {
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(text)))
@@ -129,7 +136,11 @@ func decodeManifests(source, text string) ([]manifest, error) {
 		if u.GetAPIVersion() == "" || u.GetKind() == "" || u.GetName() == "" {
 			return nil, fmt.Errorf("%s: an object without apiVersion, kind or name:\n%s", source, doc)
 		}
-		typed, _, err := strict.Decode(doc, nil, nil)
+		decoder, err := strict()
+		if err != nil {
+			return nil, err
+		}
+		typed, _, err := decoder.Decode(doc, nil, nil)
 		if err != nil {
 			return nil, fmt.Errorf("decoding %s %s/%s strictly: %w", source, u.GetKind(), u.GetName(), err)
 		}

@@ -17,7 +17,11 @@ type installMode struct {
 	check  func(t *testing.T, ms []manifest)
 }
 
-var installModes = []installMode{
+// installModes are every install mode the chart's tests render: these, the simulated GPUs'
+// (sim_test.go) and the optional values' (extras_test.go).
+var installModes = slices.Concat(coreModes, simModes, extraModes)
+
+var coreModes = []installMode{
 	{"the defaults install the agent, the exporter, the controller and the admission policy for a pre-installed driver", ``,
 		func(t *testing.T, ms []manifest) {
 			ds := agentDaemonSet(t, ms)

@@ -115,6 +115,13 @@ func TestTheValuesSchemaRefusesValuesThatWouldInstallSomethingBroken(t *testing.
 		{"a command given as one string is refused", "agent: {remediation: {powerCycleCommand: \"ipmitool chassis power cycle\"}}", "at '/agent/remediation/powerCycleCommand'"},
 		{"hostPID that is not a boolean is refused", "agent: {remediation: {hostPID: \"yes\"}}", "at '/agent/remediation/hostPID'"},
 		{"hostPID for an unprivileged agent is refused", "agent: {privileged: false, remediation: {hostPID: true}}", "agent.remediation.hostPID needs agent.privileged"},
+		{"a preset the simulator does not have is refused", "agent: {sim: h100x9}", "at '/agent/sim'"},
+		{"a preset and a scenario at once are refused", "agent: {sim: h100x8, simScenario: \"preset: h100x8\"}", "agent.sim and agent.simScenario: set one, not both"},
+		{"a simulated host that is neither simulated nor real is refused", "agent: {sim: h100x8, simHost: fake}", "at '/agent/simHost'"},
+		{"extra arguments given as one string are refused", "controller: {extraArgs: \"--remediation=false\"}", "at '/controller/extraArgs'"},
+		{"an extra environment variable without a name is refused", "exporter: {extraEnv: [{value: \"1\"}]}", "at '/exporter/extraEnv/0'"},
+		{"a default policy whose spec is not an object is refused", "defaultPolicy: {enabled: true, spec: [priority]}", "at '/defaultPolicy/spec'"},
+		{"a default policy without a name is refused", "defaultPolicy: {enabled: true, name: \"\"}", "at '/defaultPolicy/name'"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

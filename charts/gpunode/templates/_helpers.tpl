@@ -72,11 +72,27 @@ seccompProfile:
 - name: pod-resources
   mountPath: /var/lib/kubelet/pod-resources
   readOnly: true
-{{- if .Values.agent.privileged }}
+{{- $sim := include "gpunode.sim" . }}
+{{- if and .Values.agent.privileged (not $sim) }}
 # The kernel log, read-only: NVIDIA XIDs and other GPU faults. Opening it needs the device
-# cgroup entry and CAP_SYSLOG (kernel.dmesg_restrict=1) that privileged gives.
+# cgroup entry and CAP_SYSLOG (kernel.dmesg_restrict=1) that privileged gives. Simulated GPUs
+# have their own kernel log.
 - name: kmsg
   mountPath: /dev/kmsg
   readOnly: true
 {{- end }}
+{{- if .Values.agent.simScenario }}
+# The simulated GPUs' scenario (agent.simScenario), read-only.
+- name: sim-scenario
+  mountPath: /etc/gpunode/sim
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{/*
+The agent's and the exporter's --sim: the preset (agent.sim), the mounted scenario
+(agent.simScenario, from the ConfigMap <release>-agent-sim), or "" for real GPUs.
+*/}}
+{{- define "gpunode.sim" -}}
+{{- if .Values.agent.simScenario }}/etc/gpunode/sim/scenario.yaml{{ else }}{{ .Values.agent.sim }}{{ end }}
 {{- end -}}
