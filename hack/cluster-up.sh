@@ -102,7 +102,6 @@ state = "/run/containerd"
   [plugins.'io.containerd.cri.v1.images'.pinned_images]
     sandbox = "registry.k8s.io/pause:3.10"
 [plugins.'io.containerd.cri.v1.runtime']
-  enable_cdi = true
   cdi_spec_dirs = ["/etc/cdi", "/var/run/cdi"]
   # Root here may lack CAP_SYS_RESOURCE: runc cannot lower oom_score_adj below its own.
   restrict_oom_score_adj = true

@@ -35,7 +35,9 @@ func TestTheChartOnARealCluster(t *testing.T) {
 		{"kubectl get and describe take one GPUNode by name", getAndDescribeByName},
 		{"a kubelet restart makes the device plugin register again", kubeletRestart},
 		{"a deleted agent pod comes back and the node stays in service", agentPodDeleted},
+		{"a node whose agent is gone is held agent-lost and released when it is back", agentLost},
 		{"helm upgrade to cdi-cri injects the device through CDI", upgradeToCDI},
+		{"a fault holds the only node and a new controller pod still schedules on it", faultHoldsTheOnlyNode},
 		{"helm uninstall removes the release and leaves the CRDs and the node's objects", uninstallAsDocumented},
 	}
 	for _, s := range steps {
@@ -187,12 +189,23 @@ func upgradeToCDI(t *testing.T) {
 	devicePluginRegistered(t)
 	gpuPod(t, "gpu-cdi")
 	out := kubectl(t, "exec", "-n", "default", "gpu-cdi", "--", "sh", "-c", "env; ls /dev")
-	uuid := envValue(out, "NVIDIA_VISIBLE_DEVICES")
-	if !slices.Contains(gpuUUIDs(t), uuid) {
-		t.Fatalf("NVIDIA_VISIBLE_DEVICES=%q from the CDI spec: not one of the node's GPUs\n%s", uuid, out)
+	// The CDI spec of simulated GPUs: /dev/nvidia<i> (the host's /dev/null behind it) and
+	// GPUNODE_SIM_GPU_<i>=<uuid> for the one GPU allocated.
+	var given []string
+	for _, l := range trimLines(out) {
+		if k, uuid, ok := strings.Cut(l, "="); ok && strings.HasPrefix(k, "GPUNODE_SIM_GPU_") {
+			given = append(given, uuid)
+			dev := "nvidia" + strings.TrimPrefix(k, "GPUNODE_SIM_GPU_")
+			if !slices.Contains(trimLines(out), dev) {
+				t.Errorf("CDI gave GPU %s (%s) but no /dev/%s:\n%s", uuid, k, dev, out)
+			}
+		}
 	}
-	if !slices.ContainsFunc(trimLines(out), func(l string) bool { return strings.HasPrefix(l, "nvidia") && l != "nvidiactl" }) {
-		t.Fatalf("no /dev/nvidiaN device in the pod (CDI device nodes):\n%s", out)
+	if len(given) != 1 || !slices.Contains(gpuUUIDs(t), given[0]) {
+		t.Fatalf("the pod got GPUs %v through CDI, want one of the node's %v:\n%s", given, gpuUUIDs(t), out)
+	}
+	if v := envValue(out, "NVIDIA_VISIBLE_DEVICES"); v != "" {
+		t.Errorf("NVIDIA_VISIBLE_DEVICES=%q under cdi-cri: the device should come from CDI alone", v)
 	}
 }
 
