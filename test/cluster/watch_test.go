@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -20,6 +21,7 @@ import (
 type taintWatch struct {
 	mu   sync.Mutex
 	seen [][]string
+	at   []time.Time // when each version arrived
 	stop context.CancelFunc
 	done chan struct{}
 }
@@ -44,7 +46,7 @@ func watchTaints(t *testing.T, node string) *taintWatch {
 		for sc.Scan() {
 			keys := strings.Fields(strings.TrimSuffix(sc.Text(), "|"))
 			w.mu.Lock()
-			w.seen = append(w.seen, keys)
+			w.seen, w.at = append(w.seen, keys), append(w.at, time.Now())
 			w.mu.Unlock()
 		}
 		_ = cmd.Wait()
@@ -54,6 +56,25 @@ func watchTaints(t *testing.T, node string) *taintWatch {
 }
 
 func (w *taintWatch) close() { w.stop(); <-w.done }
+
+// versions is how many versions of the node the watch has seen.
+func (w *taintWatch) versions() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.seen)
+}
+
+// firstWith is when the first version with taint key arrived (zero: none yet).
+func (w *taintWatch) firstWith(key string) time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, keys := range w.seen {
+		if contains(keys, key) {
+			return w.at[i]
+		}
+	}
+	return time.Time{}
+}
 
 // heldThenFree says whether some version had taint key and a later one had no gpunode taint.
 func (w *taintWatch) heldThenFree(key string) (bool, string) {

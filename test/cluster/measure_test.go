@@ -1,0 +1,157 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/gpunode/gpunode/api/v1alpha1"
+	"github.com/gpunode/gpunode/internal/simfleet"
+)
+
+// The measurements of docs/benchmarks.md on the real cluster. They take minutes, so they run
+// only when asked:
+//
+//	GPUNODE_CLUSTER_MEASURE=1 GPUNODE_CLUSTER_ASSETS=$(bash hack/cluster-assets.sh) \
+//	  KUBEBUILDER_ASSETS=$(bash hack/k8s-test-assets.sh) \
+//	  go test -count=1 -timeout 60m -v -run 'TestTheChartOnARealCluster/helm_install|TestMeasure' ./test/cluster/
+func measuring(t *testing.T) {
+	t.Helper()
+	need(t)
+	if os.Getenv("GPUNODE_CLUSTER_MEASURE") != "1" {
+		t.Skip("a measurement of minutes: set GPUNODE_CLUSTER_MEASURE=1 (docs/benchmarks.md has the command)")
+	}
+}
+
+// summary is the part of the kubelet's /stats/summary the measurement reads: per container,
+// the cgroup's working set (what `kubectl top` shows) and its CPU time.
+type summary struct {
+	Pods []struct {
+		PodRef     struct{ Name, Namespace string } `json:"podRef"`
+		Containers []struct {
+			Name   string `json:"name"`
+			Memory struct {
+				WorkingSetBytes uint64 `json:"workingSetBytes"`
+			} `json:"memory"`
+			CPU struct {
+				UsageCoreNanoSeconds uint64 `json:"usageCoreNanoSeconds"`
+			} `json:"cpu"`
+		} `json:"containers"`
+	} `json:"pods"`
+}
+
+// TestMeasureTheAgentPodsFootprint samples the agent pod's containers as the kubelet sees
+// them for GPUNODE_MEASURE_DURATION (default 10m), with 8 simulated GPUs, the device plugin
+// and the exporter on.
+func TestMeasureTheAgentPodsFootprint(t *testing.T) {
+	measuring(t)
+	runDocs(t, "label-node")
+	waitFor(t, "the agent's pod Ready", settle, agentReady)
+	pod := agentPod(t).Name
+	d := 10 * time.Minute
+	if v, err := time.ParseDuration(os.Getenv("GPUNODE_MEASURE_DURATION")); err == nil {
+		d = v
+	}
+	type sample struct {
+		at       time.Time
+		ws, cpu  map[string]uint64
+		scrapeMS float64
+	}
+	read := func() sample {
+		var s summary
+		if err := getJSON(t.Context(), &s, "--raw", "/api/v1/nodes/"+nodeName+"/proxy/stats/summary"); err != nil {
+			t.Fatal(err)
+		}
+		out := sample{at: time.Now(), ws: map[string]uint64{}, cpu: map[string]uint64{}}
+		for _, p := range s.Pods {
+			if p.PodRef.Name != pod {
+				continue
+			}
+			for _, c := range p.Containers {
+				out.ws[c.Name], out.cpu[c.Name] = c.Memory.WorkingSetBytes, c.CPU.UsageCoreNanoSeconds
+			}
+		}
+		// Prometheus's part of the load: one scrape per sample.
+		t0 := time.Now()
+		if _, err := inCluster(t.Context(), "kubectl", "get", "--raw", "/api/v1/namespaces/"+namespace+"/pods/"+pod+":9400/proxy/metrics"); err != nil {
+			t.Fatal(err)
+		}
+		out.scrapeMS = float64(time.Since(t0).Microseconds()) / 1000
+		return out
+	}
+	first := read()
+	peak := map[string]uint64{}
+	var last sample
+	for time.Since(first.at) < d {
+		time.Sleep(15 * time.Second)
+		last = read()
+		for c, ws := range last.ws {
+			peak[c] = max(peak[c], ws)
+		}
+	}
+	wall := last.at.Sub(first.at).Seconds()
+	for _, c := range []string{"agent", "exporter"} {
+		cpu := float64(last.cpu[c]-first.cpu[c]) / 1e9 / wall * 100
+		t.Logf("BENCH cluster-footprint container=%s working_set_peak_mib=%.1f working_set_last_mib=%.1f cpu_percent_of_core=%.2f over_s=%.0f",
+			c, mib(peak[c]), mib(last.ws[c]), cpu, wall)
+	}
+	t.Logf("BENCH cluster-footprint pod working_set_peak_mib=%.1f", mib(peak["agent"]+peak["exporter"]))
+}
+
+func mib(b uint64) float64 { return float64(b) / (1 << 20) }
+
+// TestMeasureFaultToHold injects XID 79 into the simulated agent through its control socket
+// (the host side of its state folder) GPUNODE_MEASURE_INJECTIONS times (default 100) and
+// times each injection to the node's remediation hold, seen through a watch. Between
+// injections the ladder recovers the node (a node that ends in Maintenance is released as a
+// person would, with the gpunode.dev/release annotation).
+func TestMeasureFaultToHold(t *testing.T) {
+	measuring(t)
+	n := 100
+	if v, err := strconv.Atoi(os.Getenv("GPUNODE_MEASURE_INJECTIONS")); err == nil {
+		n = v
+	}
+	socket := filepath.Join(env.state, "var-lib/gpunode/sim.sock")
+	var lat []float64
+	for i := range n {
+		waitInService(t)
+		w := watchTaints(t, nodeName)
+		waitFor(t, "the watch's first version", settle, func() (bool, string) { return w.versions() > 0, "none yet" })
+		t0 := time.Now()
+		req := simfleet.InjectRequest{Node: nodeName, Fault: simfleet.Fault{GPU: i % 8, Type: "xid", XID: 79}}
+		if _, err := simfleet.InjectAt(t.Context(), socket, req); err != nil {
+			t.Fatalf("injection %d: %v", i, err)
+		}
+		var held time.Time
+		waitFor(t, fmt.Sprintf("injection %d held", i), settle, func() (bool, string) {
+			held = w.firstWith(v1alpha1.TaintUnschedulable)
+			return !held.IsZero(), "not held yet"
+		})
+		w.close()
+		lat = append(lat, float64(held.Sub(t0).Microseconds())/1000)
+	}
+	slices.Sort(lat)
+	q := func(p float64) float64 { return lat[int(math.Ceil(p*float64(len(lat))))-1] }
+	t.Logf("BENCH cluster-fault-to-hold xid=79 injections=%d p50_ms=%.1f p99_ms=%.1f max_ms=%.1f min_ms=%.1f",
+		len(lat), q(0.50), q(0.99), lat[len(lat)-1], lat[0])
+}
+
+// waitInService waits for the node to be back in service, releasing it from Maintenance.
+func waitInService(t *testing.T) {
+	t.Helper()
+	waitFor(t, "the node in service", 2*settle, func() (bool, string) {
+		gn := gpuNode(t)
+		if gn.Status.Phase == v1alpha1.PhaseMaintenance {
+			_, _ = inCluster(context.Background(), "kubectl", "annotate", "gpunode", nodeName, "--overwrite",
+				v1alpha1.AnnotationRelease+"="+time.Now().UTC().Format(time.RFC3339))
+		}
+		return gn.Status.Phase == v1alpha1.PhaseInService && !nodeTainted(t, v1alpha1.TaintUnschedulable),
+			fmt.Sprintf("phase %q, holds %+v", gn.Status.Phase, gn.Status.Holds)
+	})
+}
