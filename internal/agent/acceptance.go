@@ -87,6 +87,7 @@ func (a *Agent) runAcceptance(ctx context.Context, gen int64, nodeLabels map[str
 	if obj.Name == "" {
 		return nil, errors.New("acceptance record without an ID")
 	}
+	a.keepRecord(rec)
 	a.cfg.Log.Info("acceptance ran", "node", a.cfg.NodeName, "generation", gen, "policy", ref.Name, "result", rec.Result)
 	return obj, nil
 }

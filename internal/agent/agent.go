@@ -99,6 +99,9 @@ type Config struct {
 	// Journal keeps the step in flight across restarts (a reboot); nil: not kept, and a
 	// reboot's answer cannot be written after the boot.
 	Journal Journal
+	// Records keeps the record of each acceptance run on the node (a *record.Store in
+	// <state-dir>/records), where the exporter reads the newest result; nil: not kept.
+	Records RecordStore
 }
 
 // Agent runs the node agent's loop. Make one with New and call Run once.
