@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -28,6 +29,7 @@ import (
 	"github.com/gpunode/gpunode/internal/labels"
 	"github.com/gpunode/gpunode/internal/monitor"
 	"github.com/gpunode/gpunode/internal/podresources"
+	"github.com/gpunode/gpunode/internal/record"
 	"github.com/gpunode/gpunode/internal/xid"
 )
 
@@ -39,6 +41,8 @@ type agentOptions struct {
 	plugin       pluginOptions
 	remediation  remediationOptions
 	podSocket    string
+	health       healthOptions
+	simControl   simControlOptions
 }
 
 func newAgentCommand() *cobra.Command {
@@ -62,6 +66,12 @@ carried out with --reset-command, --reboot-command and --power-cycle-command, af
 evidence bundle is written under --state-dir. API errors are retried with capped
 exponential backoff; the latest state is published once the API server answers.
 
+The record of each acceptance run is also kept in --state-dir/records (the newest 20),
+where the exporter reads the last result. /healthz and /readyz on
+--health-probe-bind-address are the pod's probes: ready once the health monitor has polled
+the GPUs. On simulated GPUs (--sim) faults are injected through --sim-control-socket with
+'gpunode sim inject NODE --socket PATH'.
+
 The node name comes from --node-name or $NODE_NAME (the downward API's spec.nodeName).`,
 		Example: `  # in the DaemonSet (NODE_NAME from the downward API, in-cluster credentials)
   gpunode agent --host-root /host
@@ -80,12 +90,17 @@ The node name comes from --node-name or $NODE_NAME (the downward API's spec.node
 	fs.StringVar(&o.podSocket, "pod-resources-socket", podresources.DefaultSocket, "the kubelet's pod-resources socket: the pods on each GPU in the GPUNode status and in evidence bundles (\"\" to disable; while it cannot be read the pods are left out)")
 	o.plugin.addFlags(fs)
 	o.remediation.addFlags(fs)
+	o.health.addFlags(fs)
+	o.simControl.addFlags(fs)
 	return cmd
 }
 
 func runAgent(ctx context.Context, o *agentOptions, errOut io.Writer) error {
 	if o.interval <= 0 {
 		return usageErrorf("--interval %s: must be positive", o.interval)
+	}
+	if err := o.simControl.check(o.facts.gpu.sim); err != nil {
+		return err
 	}
 	node := o.facts.node
 	if node == "" {
@@ -141,6 +156,7 @@ func runAgent(ctx context.Context, o *agentOptions, errOut io.Writer) error {
 		Steps:       o.remediation.steps(backend, o.facts.hostRoot),
 		Journal:     o.remediation.journal(),
 		Evidence:    o.remediation.evidence(node, backend, o.facts.hostRoot, findingsOf(&a), pods),
+		Records:     &record.Store{Dir: filepath.Join(o.remediation.stateDir, "records")},
 	}
 	if pods != nil { // a nil *Cache in the interface would not be nil
 		cfg.Pods = pods
@@ -148,6 +164,12 @@ func runAgent(ctx context.Context, o *agentOptions, errOut io.Writer) error {
 	if a, err = agent.New(cfg); err != nil {
 		return err
 	}
+	probes, err := o.health.listen(ctx)
+	if err != nil {
+		return err
+	}
+	defer serveHealth(probes, a.Ready, log)()
+	defer o.simControl.serve(ctx, backend, node, o.remediation.stateDir, log)()
 	if pods != nil {
 		podCtx, stopPods := context.WithCancel(ctx)
 		podsDone := make(chan struct{})

@@ -21,6 +21,7 @@ type simInjectOptions struct {
 	faultSet bool
 	gpuSet   bool
 	stateDir string
+	socket   string
 	json     bool
 }
 
@@ -32,23 +33,30 @@ func newSimInjectCommand() *cobra.Command {
 	}
 	cmd := &cobra.Command{
 		Use:   "inject NODE (--xid N | --fault TYPE) [--gpu I]",
-		Short: "Inject a fault into a node of a running simulated fleet",
+		Short: "Inject a fault into a node of a running simulated fleet, or into an agent on simulated GPUs",
 		Long: `Inject a fault into one node of the fleet 'gpunode sim fleet' runs with the same --state-dir,
-now, through its control socket (--state-dir/fleet.sock). The fault is what a scenario
+now, through its control socket (--state-dir/fleet.sock); or, with --socket, into the node of
+an agent running on simulated GPUs ('gpunode agent --sim', in a pod too), through its
+--sim-control-socket (default <agent's --state-dir>/sim.sock). The fault is what a scenario
 file's faults entry says (docs/sim-scenarios.md): --xid N is an Xid on GPU --gpu (the
 kernel-log line and the state its code implies); --fault TYPE is any fault type:
 ` + strings.Join(types, ", ") + `.
 
 The node's agent sees it as on a real node; the controller then decides (watch the fleet
-table, or 'gpunode explain node NODE'). Exit codes: 0 injected, 1 no fleet or no such node,
-2 bad usage or a fault the node's GPUs refuse.`,
+table, or 'gpunode explain node NODE'). Exit codes: 0 injected, 1 no fleet or agent answers,
+or no such node, 2 bad usage or a fault the node's GPUs refuse.`,
 		Example: `  gpunode sim inject sim-002 --gpu 3 --xid 95
   gpunode sim inject sim-001 --gpu 0 --xid 79
   gpunode sim inject sim-003 --gpu 5 --fault ecc-uncorrected --count 2
-  gpunode sim inject sim-003 --gpu 1 --fault nvlink-down --links 0,1`,
+  gpunode sim inject sim-003 --gpu 1 --fault nvlink-down --links 0,1
+  # the agent of a DaemonSet pod on simulated GPUs
+  kubectl exec -n gpunode-system POD -c agent -- gpunode sim inject NODE --socket /var/lib/gpunode/sim.sock --gpu 0 --xid 79`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.faultSet, o.gpuSet = cmd.Flags().Changed("fault"), cmd.Flags().Changed("gpu")
+			if o.socket != "" && cmd.Flags().Changed("state-dir") {
+				return usageErrorf("--socket and --state-dir: give one (--socket is an agent's, --state-dir a fleet's)")
+			}
 			return runSimInject(cmd.Context(), o, args[0], cmd.OutOrStdout())
 		},
 	}
@@ -66,6 +74,7 @@ table, or 'gpunode explain node NODE'). Exit codes: 0 injected, 1 no fleet or no
 	fs.StringVar(&o.fault.Action, "action", "", "recovery action the GPU reports (recovery-action)")
 	fs.Float64Var(&o.fault.Factor, "factor", 0, "bandwidth or compute factor, 0 < F <= 1 (slow-bandwidth, slow-compute)")
 	fs.StringVar(&o.stateDir, "state-dir", simfleet.DefaultStateDir(), "state folder of the running fleet (as given to 'gpunode sim fleet')")
+	fs.StringVar(&o.socket, "socket", "", "control socket of an agent on simulated GPUs (its --sim-control-socket, e.g. /var/lib/gpunode/sim.sock) instead of a fleet's")
 	fs.BoolVar(&o.json, "json", false, "print the fleet's answer as JSON")
 	return cmd
 }
@@ -94,7 +103,12 @@ func runSimInject(ctx context.Context, o *simInjectOptions, node string, out io.
 	if err != nil {
 		return err
 	}
-	resp, err := simfleet.Inject(ctx, o.stateDir, req)
+	var resp simfleet.InjectResponse
+	if o.socket != "" {
+		resp, err = simfleet.InjectAt(ctx, o.socket, req)
+	} else {
+		resp, err = simfleet.Inject(ctx, o.stateDir, req)
+	}
 	if errors.Is(err, simfleet.ErrInvalidFault) {
 		return usageError(err)
 	}
@@ -111,6 +125,10 @@ func runSimInject(ctx context.Context, o *simInjectOptions, node string, out io.
 		what = fmt.Sprintf("xid %d", resp.Fault.XID)
 	}
 	_, _ = fmt.Fprintf(out, "injected %s on GPU %d of %s at %s\n", what, resp.Fault.GPU, resp.Node, resp.At.Format(time.RFC3339Nano))
+	if o.socket != "" {
+		_, _ = fmt.Fprintf(out, "watch it: gpunode explain node %s\n", resp.Node)
+		return nil
+	}
 	_, _ = fmt.Fprintf(out, "watch it: gpunode explain node %s --kubeconfig %s/%s\n", resp.Node, o.stateDir, simfleet.KubeconfigFile)
 	return nil
 }
