@@ -13,11 +13,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/gpunode/gpunode/api/v1alpha1"
 	"github.com/gpunode/gpunode/internal/controller/acceptance"
 	"github.com/gpunode/gpunode/internal/gpu/sim"
+	"github.com/gpunode/gpunode/internal/simfleet/controlplane"
 )
 
 // Defaults of Config.
@@ -37,7 +37,9 @@ const (
 	KubeconfigFile = "kubeconfig"
 	SocketFile     = "fleet.sock"
 	LogFile        = "fleet.log"
-	nodesDir       = "nodes"
+	// ControlPlaneLogFile receives the output of the fleet's etcd and kube-apiserver.
+	ControlPlaneLogFile = "controlplane.log"
+	nodesDir            = "nodes"
 )
 
 // Config describes a fleet.
@@ -61,7 +63,8 @@ type Config struct {
 // Fleet is a running simulated fleet. Start makes one; Stop ends it.
 type Fleet struct {
 	cfg      Config
-	env      *envtest.Environment
+	cp       *controlplane.ControlPlane
+	cpLog    *os.File
 	rest     *rest.Config
 	client   client.Client
 	nodes    []*simNode
@@ -110,7 +113,7 @@ func Start(ctx context.Context, cfg Config) (_ *Fleet, err error) {
 		f.logFile = lf
 		f.cfg.Log = slog.New(slog.NewTextHandler(lf, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	if err := f.startAPIServer(); err != nil {
+	if err := f.startAPIServer(ctx); err != nil {
 		return nil, err
 	}
 	if err := f.createPoolAndNodes(ctx); err != nil {
@@ -127,7 +130,7 @@ func Start(ctx context.Context, cfg Config) (_ *Fleet, err error) {
 	if err := f.serveControl(runCtx); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(f.Kubeconfig(), f.env.KubeConfig, 0o600); err != nil {
+	if err := os.WriteFile(f.Kubeconfig(), f.cp.Kubeconfig(), 0o600); err != nil {
 		return nil, fmt.Errorf("writing the fleet's kubeconfig %s: %w", f.Kubeconfig(), err)
 	}
 	return f, nil
@@ -206,10 +209,13 @@ func (f *Fleet) Stop() error {
 		}
 		f.wg.Wait()
 		errs := f.runErrs
-		if f.env != nil {
-			if err := f.env.Stop(); err != nil {
+		if f.cp != nil {
+			if err := f.cp.Stop(); err != nil {
 				errs = append(errs, fmt.Errorf("stopping the API server: %w", err))
 			}
+		}
+		if f.cpLog != nil {
+			errs = append(errs, f.cpLog.Close())
 		}
 		for _, p := range []string{f.Kubeconfig(), f.Socket()} {
 			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -238,7 +244,10 @@ func (f *Fleet) run(what string, fn func() error) {
 	}()
 }
 
-func (f *Fleet) startAPIServer() error {
+// startAPIServer starts etcd and kube-apiserver from the assets folder as child
+// processes (package controlplane; not envtest, which is test code), their output going
+// to ControlPlaneLogFile, and installs gpunode's CRDs.
+func (f *Fleet) startAPIServer(ctx context.Context) error {
 	assets := f.cfg.Assets
 	crds, err := CRDs()
 	if err != nil {
@@ -248,18 +257,20 @@ func (f *Fleet) startAPIServer() error {
 	if err != nil {
 		return err
 	}
-	env := &envtest.Environment{
-		Scheme:                   s,
-		BinaryAssetsDirectory:    assets,
-		CRDInstallOptions:        envtest.CRDInstallOptions{CRDs: crds},
-		ControlPlaneStartTimeout: 2 * time.Minute,
+	logPath := filepath.Join(f.cfg.StateDir, ControlPlaneLogFile)
+	if f.cpLog, err = os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600); err != nil {
+		return fmt.Errorf("opening the control plane's log %s: %w", logPath, err)
 	}
-	cfg, err := env.Start()
+	f.cp, err = controlplane.Start(ctx, controlplane.Config{Assets: assets, StartTimeout: 2 * time.Minute, Output: f.cpLog})
 	if err != nil {
-		return errors.Join(fmt.Errorf("starting kube-apiserver and etcd from %s: %w", assets, err), env.Stop())
+		return fmt.Errorf("starting kube-apiserver and etcd from %s (their output: %s): %w", assets, logPath, err)
 	}
-	f.env, f.rest = env, cfg
+	cfg := f.cp.RESTConfig()
+	if err := controlplane.InstallCRDs(ctx, cfg, crds, time.Minute); err != nil {
+		return fmt.Errorf("on the API server %s: %w", cfg.Host, err)
+	}
 	cfg.QPS, cfg.Burst = 200, 400 // one process speaks for every node
+	f.rest = cfg
 	c, err := client.New(cfg, client.Options{Scheme: s})
 	if err != nil {
 		return fmt.Errorf("creating a client for %s: %w", cfg.Host, err)

@@ -1,0 +1,14 @@
+//go:build unix && !linux
+
+package controlplane
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+// ownGroup puts the child in a new process group, so that a terminal's Ctrl-C reaches
+// only this process, which stops the child in order.
+func ownGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+}
