@@ -12,7 +12,7 @@ stop() {
   kill -9 "$pid" 2>/dev/null || true
 }
 start() {
-  nsenter -t "$holder" -m -n -- setsid "$STATE/bin/kubelet" --config /etc/kubernetes/kubelet.yaml \
+  nsenter -t "$holder" -m -n -- env PATH="$STATE/bin:$PATH" setsid "$STATE/bin/kubelet" --config /etc/kubernetes/kubelet.yaml \
     --kubeconfig "$STATE/kubelet.kubeconfig" --hostname-override "$node" --node-ip 10.200.0.1 \
     >>"$STATE/logs/kubelet.log" 2>&1 </dev/null &
   echo $! >"$STATE/pids/kubelet"

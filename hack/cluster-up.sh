@@ -184,7 +184,9 @@ in_ns bash -euc "
 # --- processes, each in the namespace, logs and PIDs in the state folder
 start() { # name command...
   local n=$1; shift
-  nsenter -t "$holder" -m -n -- setsid "$@" >"$STATE/logs/$n.log" 2>&1 </dev/null &
+  # $STATE/bin first: containerd starts the shim it finds on PATH (not an older one the
+  # machine may have in /usr/bin).
+  nsenter -t "$holder" -m -n -- env PATH="$STATE/bin:$PATH" setsid "$@" >"$STATE/logs/$n.log" 2>&1 </dev/null &
   echo $! >"$STATE/pids/$n"
 }
 wait_for() { # what seconds command...
@@ -205,6 +207,7 @@ start kube-apiserver "$B/kube-apiserver" --etcd-servers http://127.0.0.1:2379 \
   --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" --client-ca-file "$pki/ca.crt" \
   --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
   --service-account-issuer https://kubernetes.default.svc.cluster.local \
+  --requestheader-client-ca-file "$pki/ca.crt" --requestheader-allowed-names front-proxy-client \
   --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction --allow-privileged=true \
   --kubelet-client-certificate "$pki/apiserver-kubelet-client.crt" --kubelet-client-key "$pki/apiserver-kubelet-client.key" \
   --kubelet-preferred-address-types InternalIP
@@ -222,6 +225,15 @@ wait_for "containerd" 60 in_ns "$B/ctr" --address /run/containerd/containerd.soc
 for img in "$CLUSTER_ASSETS/images/pause.tar" $IMAGES; do
   log "importing $(basename "$img")"
   in_ns "$B/ctr" --address /run/containerd/containerd.sock -n k8s.io images import "$img" >&2
+done
+# The kubelet's own cgroup root, in every hierarchy (cgroup v1 here: one per controller);
+# cluster-down.sh removes it. A new cpuset takes its parent's CPUs and memory nodes.
+for h in /sys/fs/cgroup/*/; do
+  [[ -d "$h" ]] || continue
+  mkdir -p "$h${CGROUP_ROOT#/}"
+  if [[ -f "$h/cpuset.cpus" ]]; then
+    cat "$h/cpuset.cpus" >"$h${CGROUP_ROOT#/}/cpuset.cpus"; cat "$h/cpuset.mems" >"$h${CGROUP_ROOT#/}/cpuset.mems"
+  fi
 done
 bash "$HACK_DIR/cluster-kubelet.sh" start
 wait_for "node $NODE_NAME Ready" 180 kc wait --for=condition=Ready "node/$NODE_NAME" --timeout=2s

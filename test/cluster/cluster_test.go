@@ -135,6 +135,17 @@ func podAttribution(t *testing.T) {
 		}
 		return false, "no DCGM_FI_DEV_GPU_TEMP series with pod=\"gpu-envvar\""
 	})
+	// The acceptance series come from the run the agent made (its records in the state
+	// folder the exporter reads), not from a folder nothing writes.
+	out, err := inCluster(t.Context(), "kubectl", "get", "--raw", "/api/v1/namespaces/"+namespace+"/pods/"+pod.Name+":9400/proxy/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`gpunode_collector_success{collector="acceptance"} 1`, `gpunode_acceptance_last_result{result="passed"} 1`} {
+		if !slices.Contains(trimLines(out), want) {
+			t.Errorf("the exporter does not serve %s", want)
+		}
+	}
 }
 
 func getAndDescribeByName(t *testing.T) {

@@ -1,8 +1,8 @@
 package cluster_test
 
 import (
-	"bufio"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,8 +30,10 @@ func watchTaints(t *testing.T, node string) *taintWatch {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &taintWatch{stop: cancel, done: make(chan struct{})}
+	// -o json: one object per version (a jsonpath template ends the watch on a node
+	// without taints).
 	cmd := exec.CommandContext(ctx, "bash", filepath.Join(repoRoot, "hack/cluster-exec.sh"), "kubectl", "get", "node", node,
-		"--watch", "-o", `jsonpath={range .spec.taints[*]}{.key}{" "}{end}{"|\n"}`)
+		"--watch", "-o", "json")
 	cmd.Env = append(os.Environ(), "CLUSTER_STATE="+env.state)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -42,9 +44,16 @@ func watchTaints(t *testing.T, node string) *taintWatch {
 	}
 	go func() {
 		defer close(w.done)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			keys := strings.Fields(strings.TrimSuffix(sc.Text(), "|"))
+		dec := json.NewDecoder(out)
+		for {
+			var n corev1.Node
+			if err := dec.Decode(&n); err != nil {
+				break
+			}
+			var keys []string
+			for _, x := range n.Spec.Taints {
+				keys = append(keys, x.Key)
+			}
 			w.mu.Lock()
 			w.seen, w.at = append(w.seen, keys), append(w.at, time.Now())
 			w.mu.Unlock()
