@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"archive/tar"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -37,7 +38,7 @@ func readArchive(t *testing.T, path string) dockerArchive {
 	tr := tar.NewReader(f)
 	for {
 		h, err := tr.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
@@ -64,7 +65,7 @@ func readArchive(t *testing.T, path string) dockerArchive {
 		lr := tar.NewReader(strings.NewReader(string(blobs[l])))
 		for {
 			h, err := lr.Next()
-			if err == io.EOF {
+			if errors.Is(err, io.EOF) {
 				break
 			}
 			if err != nil {
