@@ -38,6 +38,7 @@ func TestTheChartOnARealCluster(t *testing.T) {
 		{"a node whose agent is gone is held agent-lost and released when it is back", agentLost},
 		{"helm upgrade to cdi-cri injects the device through CDI", upgradeToCDI},
 		{"a fault holds the only node and a new controller pod still schedules on it", faultHoldsTheOnlyNode},
+		{"the agent's host facts are the node's, not its container's", hostFactsFromTheNode},
 		{"helm uninstall removes the release and leaves the CRDs and the node's objects", uninstallAsDocumented},
 	}
 	for _, s := range steps {
@@ -67,6 +68,22 @@ func heldThenReleased(t *testing.T) {
 	}
 	if gn.Status.LastAcceptance == nil || gn.Status.LastAcceptance.Result != v1alpha1.AcceptancePassed {
 		t.Fatalf("GPUNode %s: last acceptance %+v, want a passed record", nodeName, gn.Status.LastAcceptance)
+	}
+	// The controller's Kubernetes checks (L2) found gpunode's own device plugin: none skipped.
+	waitFor(t, "the Kubernetes inventory judged with no check skipped", settle, func() (bool, string) {
+		for _, c := range gpuNode(t).Status.Conditions {
+			if c.Type == "KubernetesInventory" {
+				return c.Status == "True" && strings.Contains(c.Message, " 0 skip"), string(c.Status) + ": " + c.Message
+			}
+		}
+		return false, "no KubernetesInventory condition"
+	})
+	// How long after its containers started the agent's pod was Ready (the probes' periods).
+	p := agentPod(t)
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && p.Status.StartTime != nil {
+			t.Logf("agent pod Ready %s after the pod started", c.LastTransitionTime.Sub(p.Status.StartTime.Time))
+		}
 	}
 }
 

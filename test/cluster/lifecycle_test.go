@@ -1,9 +1,11 @@
 package cluster_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,16 +40,19 @@ func agentLost(t *testing.T) {
 	})
 }
 
-// faultHoldsTheOnlyNode injects an XID 79 (GPU fallen off the bus) into the simulated agent,
-// as docs/install.md shows, and deletes the controller's pods while the cluster's only node
-// is held: the new ones must still schedule there (the chart tolerates gpunode's taints).
+// faultHoldsTheOnlyNode injects a fault that needs a person (row remapping failed on GPU 0:
+// the ladder ends in Maintenance) into the simulated agent, as docs/sim-scenarios.md shows,
+// and deletes the controller's pods while the cluster's only node is held: the new ones must
+// still schedule there (the chart tolerates gpunode's own taints), or nothing could ever
+// release the node.
 func faultHoldsTheOnlyNode(t *testing.T) {
 	pod := agentPod(t)
 	kubectl(t, "exec", "-n", namespace, pod.Name, "-c", "agent", "--",
-		"gpunode", "sim", "inject", nodeName, "--socket", "/var/lib/gpunode/sim.sock", "--gpu", "0", "--xid", "79")
-	waitFor(t, "the node held for the fault", settle, func() (bool, string) {
+		"gpunode", "sim", "inject", nodeName, "--socket", "/var/lib/gpunode/sim.sock", "--gpu", "0", "--fault", "row-remap-failure")
+	waitFor(t, "the node in Maintenance for the fault", settle, func() (bool, string) {
 		gn := gpuNode(t)
-		return nodeTainted(t, v1alpha1.TaintUnschedulable), fmt.Sprintf("phase %q, holds %+v", gn.Status.Phase, gn.Status.Holds)
+		return gn.Status.Phase == v1alpha1.PhaseMaintenance && nodeTainted(t, v1alpha1.TaintUnschedulable),
+			fmt.Sprintf("phase %q, holds %+v", gn.Status.Phase, gn.Status.Holds)
 	})
 	kubectl(t, "-n", namespace, "delete", "pod", "-l", "app.kubernetes.io/component=controller", "--wait=true", "--timeout", settle.String())
 	kubectl(t, "-n", namespace, "rollout", "status", "deployment/gpunode-controller", "--timeout", settle.String())
@@ -55,13 +60,16 @@ func faultHoldsTheOnlyNode(t *testing.T) {
 	if err := getJSON(t.Context(), &pods, "pods", "-n", namespace, "-l", "app.kubernetes.io/component=controller"); err != nil {
 		t.Fatal(err)
 	}
+	if len(pods.Items) == 0 {
+		t.Fatal("no controller pod after the deletion")
+	}
 	for _, p := range pods.Items {
 		if p.Spec.NodeName != nodeName || p.Status.Phase != corev1.PodRunning {
 			t.Errorf("controller pod %s on %q is %s: %s", p.Name, p.Spec.NodeName, p.Status.Phase, podWhy(p))
 		}
 	}
 	if !nodeTainted(t, v1alpha1.TaintUnschedulable) {
-		t.Fatalf("the node was released while GPU 0 is off the bus")
+		t.Fatalf("the node lost its hold while GPU 0 needs service")
 	}
 }
 
@@ -72,4 +80,40 @@ func nodeTainted(t *testing.T, key string) bool {
 		t.Fatal(err)
 	}
 	return slices.ContainsFunc(n.Spec.Taints, func(x corev1.Taint) bool { return x.Key == key })
+}
+
+// hostFactsFromTheNode runs `gpunode accept --layers host` inside the agent's container on
+// the node's own root (agent.simHost=real mounts it at /host), as a person checking the node
+// would: /dev/shm is the node's (its init process's mount table, statfs under /host), not the
+// container's 64 MiB.
+func hostFactsFromTheNode(t *testing.T) {
+	runDocs(t, "real-host")
+	kubectl(t, "-n", namespace, "rollout", "status", "daemonset/gpunode-agent", "--timeout", settle.String())
+	waitFor(t, "the agent's pod Running and Ready on the node's own root", settle, agentReady)
+	pod := agentPod(t)
+	out, err := inCluster(t.Context(), "kubectl", "exec", "-n", namespace, pod.Name, "-c", "agent", "--",
+		"gpunode", "accept", "--sim", "h100x8", "--host-root", "/host", "--layers", "host", "-o", "json")
+	if out == "" {
+		t.Fatalf("gpunode accept in the agent's container: %v", err)
+	}
+	var rec struct {
+		Checks []struct{ ID, Status, Message string } `json:"checks"`
+	}
+	if err := json.Unmarshal([]byte(out), &rec); err != nil {
+		t.Fatalf("the record of gpunode accept -o json: %v\n%.500s", err, out)
+	}
+	var nodeShm syscall.Statfs_t
+	if err := syscall.Statfs("/dev/shm", &nodeShm); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("/dev/shm %d MiB", uint64(nodeShm.Blocks)*uint64(nodeShm.Bsize)>>20)
+	for _, c := range rec.Checks {
+		if c.ID == "host.shm" {
+			if !strings.HasPrefix(c.Message, want) {
+				t.Fatalf("host.shm in the agent's container: %s %q; the node's is %q", c.Status, c.Message, want)
+			}
+			return
+		}
+	}
+	t.Fatalf("no host.shm check in the record:\n%.1000s", out)
 }
