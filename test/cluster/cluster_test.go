@@ -70,10 +70,12 @@ func heldThenReleased(t *testing.T) {
 		t.Fatalf("GPUNode %s: last acceptance %+v, want a passed record", nodeName, gn.Status.LastAcceptance)
 	}
 	// The controller's Kubernetes checks (L2) found gpunode's own device plugin: none skipped.
+	// (They are judged once per record: kubernetes.allocatable may fail when the record came
+	// before the plugin registered; advisory without kubernetes in the policy's layers.)
 	waitFor(t, "the Kubernetes inventory judged with no check skipped", settle, func() (bool, string) {
 		for _, c := range gpuNode(t).Status.Conditions {
 			if c.Type == "KubernetesInventory" {
-				return c.Status == "True" && strings.Contains(c.Message, " 0 skip"), string(c.Status) + ": " + c.Message
+				return strings.Contains(c.Message, " 0 skip"), string(c.Status) + ": " + c.Message
 			}
 		}
 		return false, "no KubernetesInventory condition"
