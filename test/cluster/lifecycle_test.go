@@ -38,6 +38,8 @@ func agentLost(t *testing.T) {
 		return gn.Status.Phase == v1alpha1.PhaseInService && len(gn.Status.Holds) == 0 && !nodeTainted(t, v1alpha1.TaintUnschedulable),
 			fmt.Sprintf("phase %q, holds %+v", gn.Status.Phase, gn.Status.Holds)
 	})
+	// Back to the documented 2m: a rolling update of the agent takes longer than 20 s here.
+	kubectl(t, "patch", "gpunodepolicy", "h100-nodes", "--type", "merge", "-p", `{"spec":{"agentLostAfter":"2m"}}`)
 }
 
 // faultHoldsTheOnlyNode injects a fault that needs a person (row remapping failed on GPU 0:
