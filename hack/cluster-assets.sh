@@ -6,7 +6,8 @@
 #
 #   Debian packages  runc, containernetworking-plugins (CNI bridge, host-local, loopback),
 #                    umoci and skopeo (OCI images without a daemon), busybox-static, iproute2,
-#                    util-linux (unshare, nsenter); installed with apt-get when missing (root)
+#                    util-linux (unshare, nsenter), openssl (the cluster's certificates); installed
+#                    with apt-get when missing (root)
 #   containerd 2.x   containerd, containerd-shim-runc-v2, ctr, built from the module proxy:
 #                    Debian 12's containerd 1.6 has no CDI, which the device plugin's cdi-cri
 #                    strategy needs (containerd 1.7 or later)
@@ -29,7 +30,7 @@ CONTAINERD_VERSION="${CONTAINERD_VERSION:-v2.4.2}"
 HELM_VERSION="${HELM_VERSION:-v3.22.0}"
 K8S_VERSION="${K8S_VERSION:-v1.37.2}"
 CACHE_ROOT="${K8S_ASSETS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/k8s-test-assets}"
-DEBIAN_PACKAGES=(runc containernetworking-plugins umoci skopeo busybox-static iproute2 util-linux)
+DEBIAN_PACKAGES=(runc containernetworking-plugins umoci skopeo busybox-static iproute2 util-linux openssl)
 
 export PATH="/usr/local/go/bin:$PATH"
 export GOWORK=off GOFLAGS=-mod=mod

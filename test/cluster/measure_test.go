@@ -20,7 +20,7 @@ import (
 //
 //	GPUNODE_CLUSTER_MEASURE=1 GPUNODE_CLUSTER_ASSETS=$(bash hack/cluster-assets.sh) \
 //	  KUBEBUILDER_ASSETS=$(bash hack/k8s-test-assets.sh) \
-//	  go test -count=1 -timeout 60m -v -run 'TestTheChartOnARealCluster/helm_install|TestMeasure' ./test/cluster/
+//	  go test -count=1 -timeout 90m -v -run '^(TestTheChartOnARealCluster|TestMeasure)/^helm_install' ./test/cluster/
 func measuring(t *testing.T) {
 	t.Helper()
 	need(t)
