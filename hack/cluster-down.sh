@@ -6,8 +6,8 @@
 # KEEP_STATE=1 keeps the state folder (logs) for a look after a failure.
 set -uo pipefail
 STATE="${CLUSTER_STATE:-/tmp/gpunode-cluster}"
-CGROUP_ROOT=gpunode-cluster
 [[ -f "$STATE/.gpunode-cluster" ]] || { echo "cluster-down.sh: no cluster state in $STATE" >&2; exit 0; }
+CGROUP_ROOT=$(cat "$STATE/cgroup-root" 2>/dev/null || echo gpunode-cluster)
 holder=$(cat "$STATE/holder.pid" 2>/dev/null || true)
 if [[ -n "$holder" && -e /proc/$holder/ns/mnt ]]; then
   ns=$(readlink "/proc/$holder/ns/mnt")

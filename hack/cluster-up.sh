@@ -25,7 +25,8 @@ IMAGES="${IMAGES:-}"
 SERVICE_IP=10.96.0.1   # the kubernetes Service's ClusterIP: the API server listens on it
 NODE_IP=10.200.0.1     # the node's address (on lo: the kernel may have no dummy driver)
 POD_CIDR=10.244.0.0/24
-CGROUP_ROOT=/gpunode-cluster
+# The kubelet's cgroup root: one per state folder, so two clusters never share one.
+CGROUP_ROOT="/gpunode-cluster-$(basename "$STATE")"
 
 log() { echo "[cluster-up] $(date +%T) $*" >&2; }
 [[ $(id -u) -eq 0 ]] || { echo "cluster-up.sh: needs root" >&2; exit 1; }
@@ -48,6 +49,7 @@ touch "$STATE/.gpunode-cluster"
 ln -sf "$K8S_ASSETS"/{etcd,kube-apiserver,kube-controller-manager,kube-scheduler,kubelet,kubectl} "$STATE/bin/"
 ln -sf "$CLUSTER_ASSETS"/bin/* "$STATE/bin/"
 echo "$NODE_NAME" >"$STATE/node-name"
+echo "${CGROUP_ROOT#/}" >"$STATE/cgroup-root"
 
 # --- certificates: one CA; clients by CN/O (system:masters for the admin, system:node:NAME
 # for the kubelet); the API server's serving certificate for every name a client uses.

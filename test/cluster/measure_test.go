@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpunode/gpunode/api/v1alpha1"
 	"github.com/gpunode/gpunode/internal/simfleet"
@@ -27,6 +30,15 @@ func measuring(t *testing.T) {
 	if os.Getenv("GPUNODE_CLUSTER_MEASURE") != "1" {
 		t.Skip("a measurement of minutes: set GPUNODE_CLUSTER_MEASURE=1 (docs/benchmarks.md has the command)")
 	}
+	// The node as docs/install.md leaves it: labelled, the agent Ready.
+	var n corev1.Node
+	if err := getJSON(t.Context(), &n, "node", nodeName); err != nil {
+		t.Fatal(err)
+	}
+	if n.Labels["nvidia.com/gpu.present"] != "true" {
+		runDocs(t, "label-node")
+	}
+	waitFor(t, "the agent's pod Ready", settle, agentReady)
 }
 
 // summary is the part of the kubelet's /stats/summary the measurement reads: per container,
@@ -51,8 +63,6 @@ type summary struct {
 // and the exporter on.
 func TestMeasureTheAgentPodsFootprint(t *testing.T) {
 	measuring(t)
-	runDocs(t, "label-node")
-	waitFor(t, "the agent's pod Ready", settle, agentReady)
 	pod := agentPod(t).Name
 	d := 10 * time.Minute
 	if v, err := time.ParseDuration(os.Getenv("GPUNODE_MEASURE_DURATION")); err == nil {
@@ -65,8 +75,12 @@ func TestMeasureTheAgentPodsFootprint(t *testing.T) {
 	}
 	read := func() sample {
 		var s summary
-		if err := getJSON(t.Context(), &s, "--raw", "/api/v1/nodes/"+nodeName+"/proxy/stats/summary"); err != nil {
+		raw, err := inCluster(t.Context(), "kubectl", "get", "--raw", "/api/v1/nodes/"+nodeName+"/proxy/stats/summary")
+		if err != nil {
 			t.Fatal(err)
+		}
+		if err := json.Unmarshal([]byte(raw), &s); err != nil {
+			t.Fatalf("the kubelet's stats summary: %v", err)
 		}
 		out := sample{at: time.Now(), ws: map[string]uint64{}, cpu: map[string]uint64{}}
 		for _, p := range s.Pods {
@@ -117,6 +131,11 @@ func TestMeasureFaultToHold(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("GPUNODE_MEASURE_INJECTIONS")); err == nil {
 		n = v
 	}
+	// Every injection must meet a node the ladder may still act on: a policy with attempts
+	// to spare (the defaults end in Maintenance after a few faults in a window, rightly).
+	if _, err := inClusterStdin(t.Context(), measurePolicy, "kubectl", "apply", "-f", "-"); err != nil {
+		t.Fatal(err)
+	}
 	socket := filepath.Join(env.state, "var-lib/gpunode/sim.sock")
 	var lat []float64
 	for i := range n {
@@ -142,12 +161,34 @@ func TestMeasureFaultToHold(t *testing.T) {
 		len(lat), q(0.50), q(0.99), lat[len(lat)-1], lat[0])
 }
 
-// waitInService waits for the node to be back in service, releasing it from Maintenance.
+// measurePolicy lets the ladder reboot the simulated node as often as the measurement
+// injects, with the whole pool as its budget.
+const measurePolicy = `apiVersion: gpunode.dev/v1alpha1
+kind: GPUNodePolicy
+metadata:
+  name: measure-fault-to-hold
+spec:
+  priority: 100
+  nodeSelector:
+    matchLabels:
+      kubernetes.io/hostname: gpu-node-1
+  remediation:
+    steps:
+      - {step: reset-gpu, maxAttempts: 10, window: 10s, backoff: 1s}
+      - {step: reboot-node, maxAttempts: 10, window: 10s, backoff: 1s}
+    budget: {maxUnavailable: "100%"}
+    breaker: {threshold: "100%"}
+`
+
+// waitInService waits for the node to be back in service; a node in Maintenance is
+// released once, as a person would.
 func waitInService(t *testing.T) {
 	t.Helper()
+	released := false
 	waitFor(t, "the node in service", 2*settle, func() (bool, string) {
 		gn := gpuNode(t)
-		if gn.Status.Phase == v1alpha1.PhaseMaintenance {
+		if gn.Status.Phase == v1alpha1.PhaseMaintenance && !released {
+			released = true
 			_, _ = inCluster(context.Background(), "kubectl", "annotate", "gpunode", nodeName, "--overwrite",
 				v1alpha1.AnnotationRelease+"="+time.Now().UTC().Format(time.RFC3339))
 		}
