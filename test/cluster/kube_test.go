@@ -18,9 +18,15 @@ import (
 // helm and ctr on PATH, KUBECONFIG the admin's) from the repository's root, and returns its
 // standard output; the error carries its standard error.
 func inCluster(ctx context.Context, name string, args ...string) (string, error) {
+	return inClusterStdin(ctx, "", name, args...)
+}
+
+// inClusterStdin is inCluster with stdin (kubectl apply -f -).
+func inClusterStdin(ctx context.Context, stdin, name string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(repoRoot, "hack/cluster-exec.sh"), name}, args...)...)
 	cmd.Dir = repoRoot
 	cmd.Env = append(os.Environ(), "CLUSTER_STATE="+env.state)
+	cmd.Stdin = strings.NewReader(stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -116,17 +122,4 @@ func runDocs(t *testing.T, name string) string {
 		t.Fatalf("the commands of docs/install.md (%s) failed: %v\n%s", name, err, out)
 	}
 	return out
-}
-
-// inClusterStdin is inCluster with stdin (kubectl apply -f -).
-func inClusterStdin(ctx context.Context, stdin, name string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(repoRoot, "hack/cluster-exec.sh"), name}, args...)...)
-	cmd.Dir = repoRoot
-	cmd.Env = append(os.Environ(), "CLUSTER_STATE="+env.state)
-	cmd.Stdin = strings.NewReader(stdin)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return string(out), fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
-	}
-	return string(out), nil
 }
