@@ -25,6 +25,11 @@ func TestTheAgentIsReadyAfterItsHealthMonitorsFirstRound(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Logf("the agent stopped: %v", err)
+		}
+	}()
 	eventually(t, "the agent is ready", a.Ready)
 }

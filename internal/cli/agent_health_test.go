@@ -72,7 +72,8 @@ func TestTheAgentIsReadySoonAfterItStartsEvenWithoutTheAPIServer(t *testing.T) {
 	if c := stop(); c != ExitOK {
 		t.Fatalf("exit %d:\n%s", c, errOut.String())
 	}
-	if _, err := http.Get("http://" + addr + "/healthz"); err == nil {
+	if res, err := http.Get("http://" + addr + "/healthz"); err == nil {
+		_ = res.Body.Close()
 		t.Error("the probes still answer after the agent stopped")
 	}
 }

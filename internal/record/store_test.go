@@ -15,7 +15,6 @@ func TestAStoreKeepsTheNewestRecordsAsTheirJSON(t *testing.T) {
 	base := Build(simulatedInput(t, "h100x8"))
 	dir := filepath.Join(t.TempDir(), "records")
 	s := &Store{Dir: dir, Keep: 3}
-	var ids []string
 	for i := range 5 {
 		r := *base
 		r.ID = fmt.Sprintf("gpu-node-07-run%d", i)
@@ -28,7 +27,6 @@ func TestAStoreKeepsTheNewestRecordsAsTheirJSON(t *testing.T) {
 		if err := os.Chtimes(path, mt, mt); err != nil {
 			t.Fatal(err)
 		}
-		ids = append(ids, r.ID)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("kept"), 0o644); err != nil {
 		t.Fatal(err)

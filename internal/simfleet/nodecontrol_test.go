@@ -27,7 +27,12 @@ func nodeControl(t *testing.T, sock string) (*sim.Backend, context.CancelFunc, <
 	}
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Logf("the control socket stopped: %v", err)
+		}
+	})
 	return b, cancel, done
 }
 

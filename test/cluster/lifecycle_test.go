@@ -108,7 +108,7 @@ func hostFactsFromTheNode(t *testing.T) {
 	if err := syscall.Statfs("/dev/shm", &nodeShm); err != nil {
 		t.Fatal(err)
 	}
-	want := fmt.Sprintf("/dev/shm %d MiB", uint64(nodeShm.Blocks)*uint64(nodeShm.Bsize)>>20)
+	want := fmt.Sprintf("/dev/shm %d MiB", nodeShm.Blocks*uint64(nodeShm.Bsize)>>20)
 	for _, c := range rec.Checks {
 		if c.ID == "host.shm" {
 			if !strings.HasPrefix(c.Message, want) {
