@@ -25,7 +25,7 @@ func TestTheInstalledCRDsHaveTheirScopeShortNamesStatusAndPrintColumns(t *testin
 		columns   []string
 	}{
 		{"GPUNode shows the fleet at a glance", "gpunodes.gpunode.dev", "gn", true,
-			[]string{"Node", "Class", "GPUs", "Driver", "Phase", "Health", "Accepted", "Age"}},
+			[]string{"Node", "Class", "GPUs", "Driver", "Phase", "Health", "Accepted", "Heartbeat", "Age"}},
 		{"GPUNodePolicy shows its priority and nodes", "gpunodepolicies.gpunode.dev", "gnp", true,
 			[]string{"Priority", "Nodes", "Age"}},
 		{"AcceptanceRecord shows node, result and counts and has no status", "acceptancerecords.gpunode.dev", "ar", false,
@@ -62,7 +62,7 @@ func TestTheInstalledCRDsHaveTheirScopeShortNamesStatusAndPrintColumns(t *testin
 	}
 }
 
-func TestTheAPIServerPrintsAGPUNodeWithNodeClassGPUsDriverPhaseHealthAndAccepted(t *testing.T) {
+func TestTheAPIServerPrintsAGPUNodeWithNodeClassGPUsDriverPhaseHealthAcceptedAndHeartbeat(t *testing.T) {
 	cfg, c := testenv.Start(t)
 	n := gpuNode("node-table")
 	if err := c.Create(t.Context(), n); err != nil {
@@ -88,6 +88,9 @@ func TestTheAPIServerPrintsAGPUNodeWithNodeClassGPUsDriverPhaseHealthAndAccepted
 		if got[col] != w {
 			t.Errorf("column %s = %q, want %q (row %v)", col, got[col], w, got)
 		}
+	}
+	if h := got["Heartbeat"]; h == "" || h == "<nil>" { // an age, relative to the server's clock
+		t.Errorf("column Heartbeat = %q, want the age of the agent's heartbeat (row %v)", h, got)
 	}
 }
 

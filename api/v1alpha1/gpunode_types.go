@@ -6,8 +6,8 @@ import (
 
 // Phase is a GPU node's lifecycle phase (docs: Discovered → Accepting → InService;
 // InService → Suspect → Quarantined → Recovering → Accepting → InService | Maintenance;
-// Upgrading → Accepting).
-// +kubebuilder:validation:Enum=Discovered;Accepting;InService;Suspect;Quarantined;Recovering;Maintenance;Upgrading
+// Upgrading → Accepting; any phase → AgentLost → the phase before, once the agent is back).
+// +kubebuilder:validation:Enum=Discovered;Accepting;InService;Suspect;Quarantined;Recovering;Maintenance;Upgrading;AgentLost
 type Phase string
 
 // Lifecycle phases.
@@ -20,6 +20,10 @@ const (
 	PhaseRecovering  Phase = "Recovering"
 	PhaseMaintenance Phase = "Maintenance"
 	PhaseUpgrading   Phase = "Upgrading"
+	// PhaseAgentLost: the node's agent sent no heartbeat within the policy's
+	// agentLostAfter; the node is held (owner liveness, reason agent-lost) until it does
+	// and its GPUs are healthy.
+	PhaseAgentLost Phase = "AgentLost"
 )
 
 // GPUNodeSpec is what the controller asks of the node's agent.
@@ -101,6 +105,18 @@ type GPUNodeStatus struct {
 	// RemediationAnswer is the agent's answer to spec.remediation.
 	// +optional
 	RemediationAnswer *RemediationAnswer `json:"remediationAnswer,omitempty"`
+	// Agent is the node agent's liveness: its heartbeat.
+	// +optional
+	Agent *AgentStatus `json:"agent,omitempty"`
+}
+
+// AgentStatus is the node agent's liveness, written by the agent alone (field manager
+// gpunode-agent-heartbeat).
+type AgentStatus struct {
+	// HeartbeatTime is when the agent last said it runs: it writes it every --interval (at
+	// least 30 s apart) while its publishing loop makes progress. The controller holds the node (owner
+	// liveness, reason agent-lost) when none comes for the policy's agentLostAfter.
+	HeartbeatTime metav1.Time `json:"heartbeatTime"`
 }
 
 // Inventory is the node's GPUs, as the agent found them.
@@ -258,6 +274,7 @@ type AcceptanceSummary struct {
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Health",type=string,JSONPath=`.status.health`
 // +kubebuilder:printcolumn:name="Accepted",type=string,JSONPath=`.status.lastAcceptance.result`
+// +kubebuilder:printcolumn:name="Heartbeat",type=date,JSONPath=`.status.agent.heartbeatTime`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name == self.spec.nodeName",message="a GPUNode has the name of its node: metadata.name must equal spec.nodeName"
 type GPUNode struct {

@@ -36,6 +36,9 @@ const (
 	// the agent never touches a field the controller owns, and the other way round.
 	FieldManagerAgent      = "gpunode-agent"
 	FieldManagerController = "gpunode-controller"
+	// FieldManagerAgentHeartbeat applies the agent's heartbeat (status.agent) alone, so
+	// that the agent's status apply, which leaves it out, never removes it.
+	FieldManagerAgentHeartbeat = "gpunode-agent-heartbeat"
 
 	// ConditionGPUHealthy and ConditionAccepted are the node conditions the agent sets.
 	ConditionGPUHealthy = "GPUHealthy"
@@ -54,4 +57,11 @@ const (
 	HoldOwnerRemediation = "remediation"
 	HoldOwnerUpgrade     = "upgrade"
 	HoldOwnerOperator    = "operator"
+	// HoldOwnerLiveness holds a node whose agent is lost (reason HoldReasonAgentLost): the
+	// acceptance controller places and releases it from the agent's heartbeat.
+	HoldOwnerLiveness = "liveness"
 )
+
+// HoldReasonAgentLost is the reason of the liveness hold, and so the value of the
+// gpunode.dev/unschedulable taint while it is the node's oldest hold.
+const HoldReasonAgentLost = "agent-lost"

@@ -49,6 +49,7 @@ func gpuNodeStatus() v1alpha1.GPUNodeStatus {
 			Type: v1alpha1.ConditionAccepted, Status: metav1.ConditionTrue, Reason: "AcceptancePassed",
 			Message: "acceptance passed", LastTransitionTime: at,
 		}},
+		Agent: &v1alpha1.AgentStatus{HeartbeatTime: at},
 	}
 }
 

@@ -87,6 +87,16 @@ func TestTheAPIServerRefusesInvalidObjects(t *testing.T) {
 			p.Spec.Acceptance.Layers = []v1alpha1.Layer{"vibes"}
 			return p
 		}, `Unsupported value: "vibes"`},
+		{"a policy whose agent may be silent for a negative time", func(name string) client.Object {
+			p := policy(name)
+			p.Spec.AgentLostAfter = &metav1.Duration{Duration: -time.Minute}
+			return p
+		}, "agentLostAfter is 0s (off) or at least 1s"},
+		{"a policy that calls an agent lost after a millisecond", func(name string) client.Object {
+			p := policy(name)
+			p.Spec.AgentLostAfter = &metav1.Duration{Duration: time.Millisecond}
+			return p
+		}, "agentLostAfter is 0s (off) or at least 1s"},
 		{"a passed acceptance record with a failed check", func(name string) client.Object {
 			r := acceptanceRecord(name)
 			r.Spec.Summary.Fail = 1

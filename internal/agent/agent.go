@@ -76,6 +76,9 @@ type Config struct {
 	Interval time.Duration
 	// Resync republishes an unchanged status and labels after this long (default 10 × Interval).
 	Resync time.Duration
+	// Heartbeat is how often the heartbeat is written (default: Interval, but no more often
+	// than every MinHeartbeat, 30 s; a value set here is taken as is).
+	Heartbeat time.Duration
 	// MinBackoff and MaxBackoff bound the wait after a failed round (defaults: 500 ms, 1 min).
 	MinBackoff, MaxBackoff time.Duration
 	// Clock (default time.Now).
@@ -117,7 +120,8 @@ type Agent struct {
 	answer    *v1alpha1.RemediationAnswer // what status.remediationAnswer is (or will be)
 	cleared   clearedXIDs                 // XIDs since boot a recovery covered (cleared.go)
 	published published
-	parents   parents // MIG device -> GPU, for the pod source
+	parents   parents  // MIG device -> GPU, for the pod source
+	live      liveness // what the heartbeat knows of the loop (heartbeat.go)
 }
 
 // published remembers what was last written successfully, to skip unchanged writes.
@@ -147,6 +151,9 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Resync <= 0 {
 		cfg.Resync = 10 * cfg.Interval
 	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = max(cfg.Interval, MinHeartbeat)
+	}
 	if cfg.MinBackoff <= 0 {
 		cfg.MinBackoff = 500 * time.Millisecond
 	}
@@ -163,7 +170,7 @@ func New(cfg Config) (*Agent, error) {
 		info := buildinfo.Get()
 		cfg.Tool = &info
 	}
-	a := &Agent{cfg: cfg, wake: make(chan struct{}, 1)}
+	a := &Agent{cfg: cfg, wake: make(chan struct{}, 1), live: liveness{first: make(chan struct{}, 1)}}
 	m, err := monitor.New(monitor.Config{Backend: cfg.Backend, Interval: cfg.Interval, Kernel: cfg.Kernel,
 		Clock: cfg.Clock, Log: cfg.Log, OnFinding: func(_ health.Finding, isNew bool) {
 			if isNew {
@@ -194,11 +201,13 @@ func (a *Agent) poke() {
 	}
 }
 
-// Run runs the health monitor and the publishing loop until ctx ends. It returns nil then:
-// API errors are retried, never returned.
+// Run runs the health monitor, the publishing loop and the heartbeat (heartbeat.go) until
+// ctx ends. It returns nil then: API errors are retried, never returned.
 func (a *Agent) Run(ctx context.Context) error {
 	monDone := make(chan error, 1)
 	go func() { monDone <- a.mon.Run(ctx) }()
+	beatDone := make(chan struct{})
+	go func() { defer close(beatDone); a.heartbeat(ctx) }()
 	if w, canWatch := a.cfg.Client.(client.WithWatch); canWatch && !a.cfg.NoWatch {
 		go a.watchSpec(ctx, w)
 	}
@@ -220,6 +229,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			break
 		}
 	}
+	<-beatDone
 	return <-monDone
 }
 

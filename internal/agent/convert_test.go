@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/gpunode/gpunode/api/v1alpha1"
 	"github.com/gpunode/gpunode/internal/accept"
 	"github.com/gpunode/gpunode/internal/agent"
+	"github.com/gpunode/gpunode/internal/nodepolicy"
 	"github.com/gpunode/gpunode/internal/record"
 )
 
@@ -93,5 +95,18 @@ func TestAGPUNodePolicyBecomesTheAcceptancePolicyOfTheNodesClass(t *testing.T) {
 	}
 	if other, _ := agent.AcceptPolicy(&gp, "a100"); other.Expect.GPUs != 0 || other.Expect.Model != "" {
 		t.Errorf("a class the policy does not list got expectations %+v", other.Expect)
+	}
+}
+
+// A node no GPUNodePolicy selects runs acceptance under the built-in defaults, which are
+// accept.DefaultPolicy itself: the policy of `gpunode accept` without --policy.
+func TestTheBuiltInDefaultsAreTheDefaultPolicyOfGpunodeAccept(t *testing.T) {
+	p, ref := agent.AcceptPolicy(nodepolicy.BuiltIn(), "h100")
+	nilP, nilRef := agent.AcceptPolicy(nil, "h100")
+	if !reflect.DeepEqual(p, accept.DefaultPolicy()) {
+		t.Errorf("the built-in defaults give %+v, want accept.DefaultPolicy() %+v", p, accept.DefaultPolicy())
+	}
+	if ref.Name != "default" || ref.Source != "built-in" || ref != nilRef || !reflect.DeepEqual(p, nilP) {
+		t.Errorf("the built-in defaults are named %+v, want %+v (as gpunode accept without --policy)", ref, nilRef)
 	}
 }

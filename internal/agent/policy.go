@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpunode/gpunode/api/v1alpha1"
 	"github.com/gpunode/gpunode/internal/accept"
+	"github.com/gpunode/gpunode/internal/nodepolicy"
 	"github.com/gpunode/gpunode/internal/record"
 )
 
@@ -15,12 +16,13 @@ import (
 // accelerator class class: accept.DefaultPolicy overridden by every field the policy sets,
 // with the hardware expectation of the class (none listed: only consistency is checked).
 // Layers the node cannot run (those of the controller) are left to the controller.
-// A nil policy gives the built-in default. The reference names the policy and hashes the
-// effective policy, as `gpunode accept` does.
+// A nil policy, or nodepolicy.BuiltIn (no GPUNodePolicy selects the node), gives
+// accept.DefaultPolicy itself, named as `gpunode accept` without --policy names it. The
+// reference names the policy and hashes the effective policy, as `gpunode accept` does.
 func AcceptPolicy(gp *v1alpha1.GPUNodePolicy, class string) (accept.Policy, record.PolicyRef) {
 	p := accept.DefaultPolicy()
 	ref := record.PolicyRef{Name: p.Name, Source: "built-in"}
-	if gp != nil {
+	if gp != nil && !nodepolicy.IsBuiltIn(gp) {
 		p.Name = gp.Name
 		ref = record.PolicyRef{Name: gp.Name, Source: "GPUNodePolicy/" + gp.Name}
 		s := gp.Spec

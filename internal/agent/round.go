@@ -41,7 +41,7 @@ func (a *Agent) round(ctx context.Context) error {
 	if err := a.applyLabels(ctx, lbls, resync); err != nil {
 		return err
 	}
-	a.remediate(ctx, gn) // before the status: a step changes GPU health
+	a.during(func() { a.remediate(ctx, gn) }) // before the status: a step changes GPU health
 	selectable := maps.Clone(node.Labels)
 	if selectable == nil {
 		selectable = map[string]string{}
@@ -49,7 +49,8 @@ func (a *Agent) round(ctx context.Context) error {
 	maps.Copy(selectable, lbls)
 	// Before the status too: acceptance after a release decides the GPUs' health, which
 	// must be published in the same write as the record that decided it.
-	accErr := a.acceptance(ctx, gn, selectable, acceleratorClass(lbls))
+	var accErr error
+	a.during(func() { accErr = a.acceptance(ctx, gn, selectable, acceleratorClass(lbls)) })
 	st := observedStatus(facts, lbls, a.mon.Health(), node.Status.NodeInfo.KubeletVersion)
 	if facts.GPU != nil {
 		a.parents.update(facts.GPU.Devices)
@@ -61,6 +62,7 @@ func (a *Agent) round(ctx context.Context) error {
 	if err := a.applyStatus(ctx, st, resync); err != nil {
 		return errors.Join(accErr, err)
 	}
+	a.roundPublished()
 	return errors.Join(accErr, a.applyNodeConditions(ctx, node, nodeConditions(st.Conditions[0], a.last), resync))
 }
 

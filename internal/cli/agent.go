@@ -59,8 +59,11 @@ accelerator class, per-GPU health from the health monitor, the GPUHealthy condit
 applies the GPU Feature Discovery and platform labels to the Node with server-side apply
 (field manager gpunode-agent: labels it does not own are never touched). When the
 controller raises spec.acceptanceGeneration it runs node-local acceptance (as
-'gpunode accept') with the GPUNodePolicy that selects the node and publishes an
-AcceptanceRecord. Each GPU's health lists the pods holding it (from the kubelet's
+'gpunode accept') with the GPUNodePolicy that selects the node (the built-in defaults of
+'gpunode accept' when none does) and publishes an AcceptanceRecord. Every --interval (at
+least 30 s apart) it writes a heartbeat (status.agent.heartbeatTime) while its loop makes
+progress: the controller holds a node whose agent is silent for the policy's
+agentLostAfter. Each GPU's health lists the pods holding it (from the kubelet's
 pod-resources socket) and its process count. The controller's remediation requests are
 carried out with --reset-command, --reboot-command and --power-cycle-command, after an
 evidence bundle is written under --state-dir. API errors are retried with capped

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpunode/gpunode/api/v1alpha1"
+	"github.com/gpunode/gpunode/internal/controller/acceptance"
 	"github.com/gpunode/gpunode/internal/remediation"
 )
 
@@ -39,10 +40,12 @@ health shows, what remediation is doing about it (the step in flight, the eviden
 its hash and path, the attempts so far), the fleet's budget and circuit breaker as they apply
 to it, and what happens next and when.
 
-It reads the GPUNode, its Node, the GPUNodePolicy that governs it and the rest of the fleet
-(the budget counts every node's holds), and decides as the remediation controller does, with
-the same code (internal/remediation.Explain), at the current time: the account and the
-controller cannot disagree.
+It reads the GPUNode, its Node, the GPUNodePolicy that governs it (the built-in defaults
+when none selects the Node) and the rest of the fleet (the budget counts every node's
+holds), and decides as the remediation controller does, with the same code
+(internal/remediation.Explain), at the current time: the account and the controller cannot
+disagree. It says whether the node's agent is lost (no heartbeat for the policy's
+agentLostAfter) as the acceptance controller decides it (acceptance.DecideAgent).
 
 Exit codes: 0 explained, 1 no such GPUNode (or it cannot be read), 2 bad usage.`,
 		Example: `  gpunode explain node gpu-017
@@ -59,7 +62,8 @@ Exit codes: 0 explained, 1 no such GPUNode (or it cannot be read), 2 bad usage.`
 }
 
 // nodeExplanation is remediation's explanation of one node plus what the API adds: the
-// pool, the phase the status shows and the evidence bundle's path and size.
+// pool (or the built-in defaults), the agent's heartbeat, the phase the status shows and
+// the evidence bundle's path and size.
 type nodeExplanation struct {
 	remediation.Explanation
 	// GPUNode and NodeName name the objects; Pool is the governing GPUNodePolicy ("" none).
@@ -72,6 +76,10 @@ type nodeExplanation struct {
 	Bundle *v1alpha1.EvidenceSummary `json:"evidenceBundle,omitempty"`
 	// LastAcceptance is the node's latest acceptance run.
 	LastAcceptance *v1alpha1.AcceptanceSummary `json:"lastAcceptance,omitempty"`
+	// BuiltInDefaults: no GPUNodePolicy selects the Node, and the built-in defaults apply.
+	BuiltInDefaults bool `json:"builtInDefaults,omitempty"`
+	// Agent is the node agent's liveness, decided as the acceptance controller does.
+	Agent agentExplanation `json:"agent"`
 	// At is the time the explanation was decided at.
 	At time.Time `json:"at"`
 }
@@ -95,15 +103,16 @@ func runExplainNode(ctx context.Context, o *explainOptions, name string, out io.
 }
 
 // String renders the explanation for a person: remediation's account, then the pool, the
-// status phase, the evidence bundle and the last acceptance.
+// agent's heartbeat, the status phase, the evidence bundle and the last acceptance.
 func (e nodeExplanation) String() string {
 	at := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 	s := e.Explanation.String()
 	pool := e.Pool
-	if pool == "" {
-		pool = "none (no GPUNodePolicy selects the Node: remediation's defaults)"
+	if e.BuiltInDefaults {
+		pool = fmt.Sprintf("none: no GPUNodePolicy selects the Node, so the built-in defaults apply (acceptance as `gpunode accept` without --policy, remediation's defaults, agentLostAfter %s)", acceptance.DefaultAgentLostAfter)
 	}
 	s += fmt.Sprintf("pool: %s\n", pool)
+	s += e.Agent.String()
 	if e.StatusPhase != "" {
 		s += fmt.Sprintf("status phase: %s\n", e.StatusPhase)
 	}

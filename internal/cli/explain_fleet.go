@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +15,7 @@ import (
 	"github.com/gpunode/gpunode/internal/controller/acceptance"
 	ctrlremediation "github.com/gpunode/gpunode/internal/controller/remediation"
 	"github.com/gpunode/gpunode/internal/nodeops"
+	"github.com/gpunode/gpunode/internal/nodepolicy"
 	"github.com/gpunode/gpunode/internal/remediation"
 )
 
@@ -105,10 +107,12 @@ func explainNode(ctx context.Context, c client.Client, name string, now time.Tim
 	}
 	facts := fleet.Nodes[self]
 	plan := remediation.PlanFleet(fleet, now)
+	governing, _ := nodepolicy.Governing(byName[gn.Spec.NodeName].Labels, policies.Items)
 	out := &nodeExplanation{
 		Explanation: remediation.Explain(facts, fleet.Policies[facts.Pool], plan.For(facts.Node), now),
 		GPUNode:     gn.Name, NodeName: gn.Spec.NodeName, Pool: facts.Pool, StatusPhase: gn.Status.Phase,
 		LastAcceptance: gn.Status.LastAcceptance, At: now.UTC(),
+		BuiltInDefaults: nodepolicy.IsBuiltIn(governing), Agent: explainAgent(gn, governing, heldBy(facts, v1alpha1.HoldOwnerLiveness), now),
 	}
 	if r := gn.Status.Remediation; r != nil {
 		out.Bundle = r.Evidence
@@ -128,4 +132,9 @@ func nodeFacts(gn *v1alpha1.GPUNode, nd *corev1.Node, policies []v1alpha1.GPUNod
 	holds, holdsErr := nodeops.ParseHolds(nd.Name, nd.Annotations[v1alpha1.AnnotationHolds])
 	f := ctrlremediation.Facts(gn, nd.Labels, holds, pool, mapped[pool].Budget.DomainKey, state)
 	return f, errors.Join(stateErr, holdsErr)
+}
+
+// heldBy reports whether owner holds the node of f.
+func heldBy(f remediation.Facts, owner string) bool {
+	return slices.ContainsFunc(f.Holds, func(h remediation.Hold) bool { return h.Owner == owner })
 }

@@ -1,6 +1,7 @@
 package nodepolicy
 
 import (
+	"reflect"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,6 +43,30 @@ func TestThePolicyOfANodeIsTheMatchingOneOfHighestPriorityThenFirstName(t *testi
 			}
 			if name != tc.want || len(errs) != tc.wantErrs {
 				t.Errorf("selected %q with %d errors (%v), want %q with %d", name, len(errs), errs, tc.want, tc.wantErrs)
+			}
+		})
+	}
+}
+
+func TestANodeNoPolicySelectsIsGovernedByTheBuiltInDefaults(t *testing.T) {
+	cases := []struct {
+		name        string
+		policies    []v1alpha1.GPUNodePolicy
+		want        string
+		wantBuiltIn bool
+	}{
+		{"no policy at all gives the built-in defaults", nil, BuiltInName, true},
+		{"policies for other nodes give the built-in defaults", []v1alpha1.GPUNodePolicy{policy("b", 0, map[string]string{"pool": "b"})}, BuiltInName, true},
+		{"a policy that selects the node governs it", []v1alpha1.GPUNodePolicy{policy("b", 0, map[string]string{"pool": "b"}), policy("a", 0, map[string]string{"pool": "a"})}, "a", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, _ := Governing(map[string]string{"pool": "a"}, tc.policies)
+			if got == nil || got.Name != tc.want || IsBuiltIn(got) != tc.wantBuiltIn {
+				t.Fatalf("governed by %+v, want %q (built-in %v)", got, tc.want, tc.wantBuiltIn)
+			}
+			if tc.wantBuiltIn && !reflect.DeepEqual(got.Spec, v1alpha1.GPUNodePolicySpec{}) {
+				t.Errorf("the built-in defaults have a spec %+v, want the empty one (every field its default)", got.Spec)
 			}
 		})
 	}

@@ -231,9 +231,20 @@ func TestAFleetOfSimulatedNodesJoinsIsAcceptedAndReleased(t *testing.T) {
 	if !held(&nd) {
 		t.Fatal("the node with 7 GPUs was released")
 	}
+	// Its verdict may come after the last healthy node's release: wait for it.
 	var gn v1alpha1.GPUNode
-	if err := c.Get(ctx, client.ObjectKey{Name: short}, &gn); err != nil {
-		t.Fatal(err)
+	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKey{Name: short}, &gn); err != nil {
+			return false, nil
+		}
+		for _, cd := range gn.Status.Conditions {
+			if cd.Type == acceptance.ConditionAccepted && cd.Status == metav1.ConditionFalse {
+				return true, nil
+			}
+		}
+		return false, nil
+	}); err != nil {
+		t.Errorf("the short node was not judged: %v", err)
 	}
 	var why []string
 	for _, cd := range gn.Status.Conditions {

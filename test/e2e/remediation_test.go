@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/util/retry"
+
 	"github.com/gpunode/gpunode/api/v1alpha1"
 	"github.com/gpunode/gpunode/internal/evidence"
 	"github.com/gpunode/gpunode/internal/gpu/sim"
@@ -178,12 +180,16 @@ func TestANodeAPersonServicedAndReleasedGoesBackIntoService(t *testing.T) {
 // ahead, so that it is later than the maintenance, which the API keeps to the second).
 func (f *remFleet) release(name string) {
 	f.t.Helper()
-	gn := f.gpuNode(name)
-	if gn.Annotations == nil {
-		gn.Annotations = map[string]string{}
-	}
-	gn.Annotations[v1alpha1.AnnotationRelease] = time.Now().Add(time.Second).UTC().Format(time.RFC3339)
-	if err := f.c.Update(f.t.Context(), gn); err != nil {
+	at := time.Now().Add(time.Second).UTC().Format(time.RFC3339)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error { // the agent's heartbeat may write meanwhile
+		gn := f.gpuNode(name)
+		if gn.Annotations == nil {
+			gn.Annotations = map[string]string{}
+		}
+		gn.Annotations[v1alpha1.AnnotationRelease] = at
+		return f.c.Update(f.t.Context(), gn)
+	})
+	if err != nil {
 		f.t.Fatalf("releasing %s: %v", name, err)
 	}
 }

@@ -21,7 +21,8 @@ const AnnotationBasis = "gpunode.dev/acceptance-basis"
 
 // Condition types and reasons the controller sets on a GPUNode.
 const (
-	// ConditionPolicySelected: True when a GPUNodePolicy governs the node.
+	// ConditionPolicySelected: True when a policy governs the node: a GPUNodePolicy
+	// (reason Selected) or, when none selects it, the built-in defaults (BuiltInDefaults).
 	ConditionPolicySelected = "PolicySelected"
 	// ConditionAcceptanceRequested: True while a request is waiting for the agent's answer.
 	ConditionAcceptanceRequested = "AcceptanceRequested"
@@ -29,7 +30,7 @@ const (
 	ConditionAccepted = "Accepted"
 
 	ReasonSelected            = "Selected"
-	ReasonNoPolicy            = "NoPolicy"
+	ReasonBuiltInDefaults     = "BuiltInDefaults"
 	ReasonNewNode             = "NewNode"
 	ReasonPolicyChanged       = "PolicyChanged"
 	ReasonInventoryChanged    = "InventoryChanged"

@@ -1,8 +1,15 @@
 // Package acceptance is the controller's acceptance gate: it selects a GPUNodePolicy for
-// each GPUNode, asks the node's agent for an acceptance run when the node is new or its
-// policy, inventory or driver changed, judges the AcceptanceRecord the agent publishes
-// against the policy, and releases the node's "acceptance" hold when the run passes or
-// keeps it, with the reason in status and an Event, when it fails.
+// each GPUNode (the built-in defaults, nodepolicy.BuiltIn, when none selects it), asks the
+// node's agent for an acceptance run when the node is new or its policy, inventory or
+// driver changed, judges the AcceptanceRecord the agent publishes against the policy, and
+// releases the node's "acceptance" hold when the run passes or keeps it, with the reason in
+// status and an Event, when it fails.
+//
+// It also watches the agent's heartbeat (status.agent.heartbeatTime): a node whose agent
+// sent none for the policy's agentLostAfter is held (owner liveness, reason agent-lost,
+// phase AgentLost) until a heartbeat comes again and its GPUs are healthy (liveness.go,
+// DecideAgent). Heartbeat-only updates do not enqueue a node; each pass asks to run again
+// when the latest heartbeat turns stale.
 //
 // With the record it judges acceptance layer L2, what Kubernetes sees of the node (the Node
 // Ready, allocatable GPUs as the agent counted them, labels, kubelet, taints, the
@@ -11,9 +18,9 @@
 // (docs/acceptance-l2.md).
 //
 // The decisions are pure functions of the GPUNode, the Node, the policies, the record, the
-// pods on the node and a clock (decide.go, evaluate.go, phase.go, kubernetes_*.go);
-// Reconciler applies them in ordered, re-entrant phases and writes status once, at the end
-// of each pass.
+// pods on the node and a clock (decide.go, evaluate.go, phase.go, liveness.go,
+// kubernetes_*.go); Reconciler applies them in ordered, re-entrant phases and writes
+// status once, at the end of each pass.
 //
 // The protocol with the agent: the controller raises spec.acceptanceGeneration (and sets
 // spec.acceptanceReason); the agent runs acceptance whenever that number is above

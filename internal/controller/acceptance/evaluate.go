@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	v1alpha1 "github.com/gpunode/gpunode/api/v1alpha1"
+	"github.com/gpunode/gpunode/internal/nodepolicy"
 )
 
 // maxFailedChecksNamed is how many failed checks a verdict's message names.
@@ -38,9 +39,13 @@ func Evaluate(gn *v1alpha1.GPUNode, policy *v1alpha1.GPUNodePolicy, record *v1al
 	if msg := checkExpectation(expectationFor(policy, gn.Status.AcceleratorClass), rs.GPUs); msg != "" {
 		return Verdict{Reason: ReasonExpectationNotMet, Message: msg}
 	}
+	under := fmt.Sprintf("policy %q", policy.Name)
+	if nodepolicy.IsBuiltIn(policy) {
+		under = "the built-in defaults (no GPUNodePolicy selects the node)"
+	}
 	return Verdict{Accepted: true, Reason: ReasonPassed, Message: fmt.Sprintf(
-		"record %s passed (%d pass, %d warn, %d skip) under policy %q", record.Name,
-		rs.Summary.Pass, rs.Summary.Warn, rs.Summary.Skip, policy.Name)}
+		"record %s passed (%d pass, %d warn, %d skip) under %s", record.Name,
+		rs.Summary.Pass, rs.Summary.Warn, rs.Summary.Skip, under)}
 }
 
 func mismatch(format string, args ...any) Verdict {

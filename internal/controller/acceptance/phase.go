@@ -56,12 +56,17 @@ func RemediationPhase(gn *v1alpha1.GPUNode) v1alpha1.Phase {
 	return ""
 }
 
-// DecidePhase returns the node's phase. With holds, the oldest hold's owner decides: an
-// acceptance hold means Accepting; another owner's hold keeps a phase that owner's
-// controller set (Suspect, Quarantined, Recovering, Maintenance, Upgrading), or else takes
-// the owner's phase. Without holds, an accepted node is InService, a node whose facts are
-// not yet published is Discovered, and any other node is Accepting.
+// DecidePhase returns the node's phase. A node held by liveness (its agent is lost) is
+// AgentLost, whatever else holds it: nothing else moves until the agent is back. With
+// other holds, the oldest hold's owner decides: an acceptance hold means Accepting;
+// another owner's hold keeps a phase that owner's controller set (Suspect, Quarantined,
+// Recovering, Maintenance, Upgrading), or else takes the owner's phase. Without holds, an
+// accepted node is InService, a node whose facts are not yet published is Discovered, and
+// any other node is Accepting.
 func DecidePhase(current v1alpha1.Phase, holds nodeops.Holds, accepted, published bool) v1alpha1.Phase {
+	if _, lost := holds.Find(v1alpha1.HoldOwnerLiveness); lost {
+		return v1alpha1.PhaseAgentLost
+	}
 	if oldest, ok := holds.Oldest(); ok {
 		if oldest.Owner == v1alpha1.HoldOwnerAcceptance {
 			return v1alpha1.PhaseAccepting

@@ -13,6 +13,7 @@ func TestDecidePhase(t *testing.T) {
 	acceptance := nodeops.Hold{Owner: v1alpha1.HoldOwnerAcceptance, Reason: "new node", Since: at}
 	remediationLater := nodeops.Hold{Owner: v1alpha1.HoldOwnerRemediation, Reason: "xid 79", Since: at.Add(time.Hour)}
 	remediationEarlier := nodeops.Hold{Owner: v1alpha1.HoldOwnerRemediation, Reason: "xid 79", Since: at.Add(-time.Hour)}
+	lost := nodeops.Hold{Owner: v1alpha1.HoldOwnerLiveness, Reason: v1alpha1.HoldReasonAgentLost, Since: at.Add(time.Hour)}
 	tests := []struct {
 		name      string
 		current   v1alpha1.Phase
@@ -29,6 +30,10 @@ func TestDecidePhase(t *testing.T) {
 		{"an operator's own hold means Maintenance", v1alpha1.PhaseInService, nodeops.Holds{{Owner: "alice", Reason: "bios", Since: at}}, true, true, v1alpha1.PhaseMaintenance},
 		{"an unheld node never accepted whose facts are not published is Discovered", "", nil, false, false, v1alpha1.PhaseDiscovered},
 		{"an unheld node never accepted is Accepting", "", nil, false, true, v1alpha1.PhaseAccepting},
+		{"a node in service whose agent is lost is AgentLost", v1alpha1.PhaseInService, nodeops.Holds{lost}, true, true, v1alpha1.PhaseAgentLost},
+		{"a node whose agent is lost is AgentLost even when an older hold is acceptance's", v1alpha1.PhaseAccepting, nodeops.Holds{acceptance, lost}, false, true, v1alpha1.PhaseAgentLost},
+		{"a node whose agent came back leaves AgentLost for its other hold's phase", v1alpha1.PhaseAgentLost, nodeops.Holds{acceptance}, false, true, v1alpha1.PhaseAccepting},
+		{"a node whose agent came back without other holds is InService again", v1alpha1.PhaseAgentLost, nil, true, true, v1alpha1.PhaseInService},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 
 	v1alpha1 "github.com/gpunode/gpunode/api/v1alpha1"
 	"github.com/gpunode/gpunode/internal/nodeops"
+	"github.com/gpunode/gpunode/internal/nodepolicy"
 )
 
 // maxConditionMessage is the API's limit on a condition's message.
@@ -35,7 +36,8 @@ func (r *Reconciler) loadNode(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// selectPolicy picks the governing policy (condition PolicySelected).
+// selectPolicy picks the governing policy (condition PolicySelected): the GPUNodePolicy
+// that selects the node, or the built-in defaults when none does (nodepolicy.BuiltIn).
 func (r *Reconciler) selectPolicy(ctx context.Context, s *scope) error {
 	if s.node == nil {
 		return nil
@@ -48,12 +50,14 @@ func (r *Reconciler) selectPolicy(ctx context.Context, s *scope) error {
 	if err != nil {
 		log.FromContext(ctx).Error(err, "some GPUNodePolicies were not considered")
 	}
-	s.policy = policy
 	if policy == nil {
-		r.setCondition(s.gn, ConditionPolicySelected, metav1.ConditionFalse, ReasonNoPolicy,
-			fmt.Sprintf("no GPUNodePolicy selects Node %q: acceptance is neither requested nor judged", s.node.Name))
+		s.policy = nodepolicy.BuiltIn()
+		r.setCondition(s.gn, ConditionPolicySelected, metav1.ConditionTrue, ReasonBuiltInDefaults, fmt.Sprintf(
+			"no GPUNodePolicy selects Node %q: the built-in defaults apply (acceptance as `gpunode accept` without --policy, remediation's defaults, agentLostAfter %s)",
+			s.node.Name, DefaultAgentLostAfter))
 		return nil
 	}
+	s.policy = policy
 	r.setCondition(s.gn, ConditionPolicySelected, metav1.ConditionTrue, ReasonSelected,
 		fmt.Sprintf("GPUNodePolicy %q (priority %d, generation %d)", policy.Name, policy.Spec.Priority, policy.Generation))
 	return nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -63,6 +65,9 @@ type Reconciler struct {
 	// KubernetesRecheck is how soon a node held by a failed layer-kubernetes check is
 	// judged again (0: DefaultKubernetesRecheck); the Node's status is not watched.
 	KubernetesRecheck time.Duration
+
+	firstPass sync.Once
+	started   time.Time // the first pass's time (watchingSince)
 }
 
 // ClientOptions are the manager's client options the Reconciler needs: Nodes, Pods and
@@ -85,9 +90,10 @@ func Scheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
-// SetupWithManager registers the Reconciler with mgr: it watches GPUNodes, every
-// GPUNodePolicy (a change re-examines every GPUNode: a policy may take nodes on or give
-// them up, and an update does not show the old selector) and AcceptanceRecords (their node).
+// SetupWithManager registers the Reconciler with mgr: it watches GPUNodes (all but the
+// updates that only carry a heartbeat: notHeartbeatOnly), every GPUNodePolicy (a change
+// re-examines every GPUNode: a policy may take nodes on or give them up, and an update
+// does not show the old selector) and AcceptanceRecords (their node).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	var missing []error
 	if r.Client == nil {
@@ -107,7 +113,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
-		For(&v1alpha1.GPUNode{}).
+		For(&v1alpha1.GPUNode{}, builder.WithPredicates(notHeartbeatOnly())).
 		Watches(&v1alpha1.GPUNodePolicy{}, handler.EnqueueRequestsFromMapFunc(EveryGPUNode(r.Client))).
 		// Records by their metadata only: the full records of a large fleet's history would
 		// be most of the cache (test/scale); the one being judged is read from the server.
@@ -199,7 +205,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		}
 	}()
 	phases := []func(context.Context, *scope) error{
-		r.loadNode, r.selectPolicy, r.evaluate, r.request, r.reflect,
+		r.loadNode, r.selectPolicy, r.liveness, r.evaluate, r.request, r.reflect,
 	}
 	for _, phase := range phases {
 		if err := phase(ctx, s); err != nil {
@@ -215,7 +221,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, base, gn *v1alpha1.GPUNode
 	gn.Status.ObservedGeneration = gn.Generation
 	for i := range gn.Status.Conditions { // a request in this pass raised the generation
 		switch gn.Status.Conditions[i].Type {
-		case ConditionPolicySelected, ConditionAcceptanceRequested, ConditionAccepted:
+		case ConditionPolicySelected, ConditionAcceptanceRequested, ConditionAccepted, ConditionAgentHeartbeat:
 			gn.Status.Conditions[i].ObservedGeneration = gn.Generation
 		}
 	}

@@ -281,14 +281,29 @@ func TestAPolicyChangeAsksForAcceptanceAgain(t *testing.T) {
 	}
 }
 
-func TestANodeNoPolicySelectsIsNeitherAskedNorReleased(t *testing.T) {
+func TestANodeNoPolicySelectsIsAcceptedUnderTheBuiltInDefaultsAndReleased(t *testing.T) {
 	c := startController(t)
 	join(t, c, "node-orphan", 8, map[string]string{"fleet": "none-selects-this"})
-	gn := waitGPUNode(t, c, "node-orphan", "condition NoPolicy", func(gn *v1alpha1.GPUNode) bool {
-		return condition(gn, ConditionPolicySelected).Reason == ReasonNoPolicy
+	gn := waitGPUNode(t, c, "node-orphan", "acceptance to be requested under the built-in defaults", func(gn *v1alpha1.GPUNode) bool {
+		return gn.Spec.AcceptanceGeneration == 1 && condition(gn, ConditionPolicySelected).Reason == ReasonBuiltInDefaults
 	})
-	if gn.Spec.AcceptanceGeneration != 0 || gn.Status.Phase != v1alpha1.PhaseAccepting {
-		t.Errorf("acceptanceGeneration %d, phase %s; want 0 and Accepting (held)", gn.Spec.AcceptanceGeneration, gn.Status.Phase)
+	cond := condition(gn, ConditionPolicySelected)
+	if cond.Status != metav1.ConditionTrue || !strings.Contains(cond.Message, `no GPUNodePolicy selects Node "node-orphan": the built-in defaults apply`) {
+		t.Errorf("PolicySelected = %+v, want True saying no GPUNodePolicy selects the node and the built-in defaults apply", cond)
+	}
+	if gn.Spec.AcceptanceReason != "new node: never accepted" {
+		t.Errorf("acceptance reason = %q, want the new-node reason", gn.Spec.AcceptanceReason)
+	}
+
+	answer(t, c, "node-orphan", 1, v1alpha1.AcceptancePassed, 8)
+	gn = waitGPUNode(t, c, "node-orphan", "InService", func(gn *v1alpha1.GPUNode) bool {
+		return gn.Status.Phase == v1alpha1.PhaseInService
+	})
+	if cond := condition(gn, ConditionAccepted); cond.Status != metav1.ConditionTrue || !strings.Contains(cond.Message, "under the built-in defaults") {
+		t.Errorf("Accepted = %+v, want True under the built-in defaults", cond)
+	}
+	if got := taints(t, c, "node-orphan"); len(got) != 0 || len(gn.Status.Holds) != 0 {
+		t.Errorf("a node accepted under the built-in defaults still carries taints %v and holds %v", got, gn.Status.Holds)
 	}
 }
 
