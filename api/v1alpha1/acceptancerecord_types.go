@@ -78,7 +78,7 @@ type TemplateField struct {
 	NotApplicable string `json:"notApplicable,omitempty"`
 }
 
-// Template is seed 000 §14's node acceptance record (internal/record.Template).
+// Template is the node acceptance record's template, every field filled or said why not (internal/record.Template).
 type Template struct {
 	Node                    TemplateField `json:"node"`
 	HardwareSKUSerial       TemplateField `json:"hardwareSkuSerial"`

@@ -1,7 +1,7 @@
 // Package xid recognises NVIDIA XID (and NVSwitch SXid) reports in kernel-log text, holds the
 // XID catalog (generated from catalog.tsv) and decodes and correlates events into faults.
 //
-// Facts and formats: shared/reference/xid.md; gpunode's decisions: docs/xid.md.
+// Formats and gpunode's decisions: docs/xid.md.
 package xid
 
 import (
