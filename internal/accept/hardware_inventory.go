@@ -7,7 +7,7 @@ import (
 	"github.com/gpunode/gpunode/internal/gpu"
 )
 
-// hardwareChecks is layer L1 (seed 000 §11 layer 1): GPUs and drivers.
+// hardwareChecks is layer L1: GPUs and drivers.
 func hardwareChecks() []Check {
 	return append(hardwareInventoryChecks(), hardwareHealthChecks()...)
 }

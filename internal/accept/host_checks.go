@@ -7,9 +7,9 @@ import (
 	"github.com/gpunode/gpunode/internal/host"
 )
 
-// hostChecks is layer L0: what the node image pins (seed 000 §2), firmware and BIOS (§3),
-// kernel and drivers (§4), runtime and CDI (§5), kubelet reservations (§7), CPU/NUMA (§8),
-// local disk and shared memory (§9).
+// hostChecks is layer L0: what the node image pins, firmware and BIOS,
+// kernel and drivers, runtime and CDI, kubelet reservations, CPU/NUMA,
+// local disk and shared memory.
 func hostChecks() []Check {
 	return append(hostImageChecks(), hostResourceChecks()...)
 }

@@ -72,7 +72,7 @@ type Thresholds struct {
 	MinPerformancePercent int `json:"minPerformancePercent" yaml:"minPerformancePercent"`
 }
 
-// HostPolicy is what the node image must pin (seed 000 §2, §3, §7, §8, §9).
+// HostPolicy is what the node image must pin.
 type HostPolicy struct {
 	// IOMMU: "any" (default), "enabled", "passthrough" (iommu=pt), "disabled".
 	IOMMU string `json:"iommu,omitempty" yaml:"iommu"`

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// Layer is one acceptance layer (seed 000 §11, plus L0 for the host itself).
+// Layer is one acceptance layer.
 type Layer string
 
 // The layers, in the order they run.
@@ -17,7 +17,7 @@ const (
 	LayerKubernetes Layer = "kubernetes" // L2: later (controller side)
 	LayerContainer  Layer = "container"  // L3: later
 	LayerFabric     Layer = "interconnect"
-	// LayerPerformance (L4, with interconnect: seed 000 §11 layer 4 measures the devices)
+	// LayerPerformance (L4, with interconnect: layer 4 measures the devices)
 	// compares measured bandwidth and throughput with the model's baseline.
 	LayerPerformance Layer = "performance"
 	LayerFrameworks  Layer = "frameworks" // L5: PyTorch on the GPUs

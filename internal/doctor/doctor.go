@@ -1,4 +1,4 @@
-// Package doctor walks a GPU node's stack bottom-up (seed 004's troubleshooting table):
+// Package doctor walks a GPU node's stack bottom-up:
 // driver, then container toolkit and CDI, then device plugin, then telemetry. It stops at
 // the first broken layer, because a symptom in a higher layer is almost always caused by
 // a lower one, and says the most likely cause and the fix. Diagnose is a pure function of
@@ -22,7 +22,7 @@ const (
 	Skipped Status = "skipped"
 )
 
-// Layer numbers and names (seed 004).
+// Layer numbers and names.
 var layerNames = map[int]string{1: "driver", 2: "container toolkit and CDI", 3: "device plugin", 4: "telemetry"}
 
 // LayerName names a layer.

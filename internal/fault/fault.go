@@ -8,7 +8,7 @@ import "fmt"
 // Component is the part of the node a fault is in.
 type Component string
 
-// Components (seed 000 §12's five classes map onto them: application; device = gpu and
+// Components (the five fault classes of a GPU node map onto them: application; device = gpu and
 // memory; PCIe/NVLink/NIC = pcie and interconnect; driver; node).
 const (
 	ComponentApplication  Component = "application"

@@ -1,4 +1,4 @@
-// Package frameworks is acceptance layer L5, "real frameworks" (seed 000 §11): a Python
+// Package frameworks is acceptance layer L5, "real frameworks": a Python
 // script embedded in the binary runs PyTorch on every local GPU (allocation, a checked
 // matmul, an NCCL all-reduce across the GPUs, a checkpoint round trip) and reports JSON,
 // parsed here into typed results. Without python3 or without torch the layer is

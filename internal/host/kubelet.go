@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Kubelet is what the kubelet config file reserves and how it places work (seed 000 §7, §8).
+// Kubelet is what the kubelet config file reserves and how it places work.
 // Flags given on the kubelet command line override the file and are not seen here.
 type Kubelet struct {
 	// ConfigPath is the file read.

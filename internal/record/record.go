@@ -1,5 +1,5 @@
 // Package record is the durable acceptance record: every field of the node acceptance
-// record template (seed 000 §14), the checks behind it, rendered as versioned JSON and as
+// record template, the checks behind it, rendered as versioned JSON and as
 // Markdown, and written atomically.
 package record
 
@@ -65,7 +65,7 @@ type Field struct {
 	NotApplicable string `json:"notApplicable,omitempty"`
 }
 
-// Template is seed 000 §14's node acceptance record, field for field.
+// Template is the node acceptance record's template, field for field.
 type Template struct {
 	Node                    Field `json:"node"`
 	HardwareSKUSerial       Field `json:"hardwareSkuSerial"`

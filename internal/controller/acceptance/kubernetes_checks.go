@@ -12,7 +12,7 @@ import (
 	"github.com/gpunode/gpunode/internal/nodeops"
 )
 
-// LayerKubernetes is acceptance layer L2 (seed 000 §11): what Kubernetes sees of the node.
+// LayerKubernetes is acceptance layer L2: what Kubernetes sees of the node.
 // The agent cannot judge it; the controller does, when it judges the agent's record.
 const LayerKubernetes v1alpha1.Layer = "kubernetes"
 

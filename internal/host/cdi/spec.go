@@ -1,5 +1,5 @@
 // Package cdi reads the Container Device Interface spec files of a host and finds the stale
-// ones: specs that name GPUs or device nodes this host no longer has (seed 000 §5: after
+// ones: specs that name GPUs or device nodes this host no longer has (after
 // device reconfiguration, stale specs give containers wrong device paths).
 //
 // Specs are parsed and validated with the CDI project's own library, so a file this package
