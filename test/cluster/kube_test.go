@@ -45,7 +45,7 @@ func kubectl(t *testing.T, args ...string) string {
 	return out
 }
 
-// getJSON decodes `kubectl get ARGS -o json` into v; false when kubectl fails (not found).
+// getJSON decodes `kubectl get ARGS -o json` into v; kubectl's failure (not found) is the error.
 func getJSON(ctx context.Context, v any, args ...string) error {
 	out, err := inCluster(ctx, "kubectl", append(append([]string{"get"}, args...), "-o", "json")...)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -78,7 +79,7 @@ func (w *taintWatch) firstWith(key string) time.Time {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for i, keys := range w.seen {
-		if contains(keys, key) {
+		if slices.Contains(keys, key) {
 			return w.at[i]
 		}
 	}
@@ -91,7 +92,7 @@ func (w *taintWatch) heldThenFree(key string) (bool, string) {
 	defer w.mu.Unlock()
 	held := -1
 	for i, keys := range w.seen {
-		if held < 0 && contains(keys, key) {
+		if held < 0 && slices.Contains(keys, key) {
 			held = i
 		}
 		if held >= 0 && i > held && !hasGPUNodeTaint(keys) {
@@ -102,15 +103,6 @@ func (w *taintWatch) heldThenFree(key string) (bool, string) {
 		return false, "the node never carried " + key + " (versions seen: " + strings.Join(flat(w.seen), "; ") + ")"
 	}
 	return false, "held, not released yet (versions seen: " + strings.Join(flat(w.seen), "; ") + ")"
-}
-
-func contains(keys []string, k string) bool {
-	for _, x := range keys {
-		if x == k {
-			return true
-		}
-	}
-	return false
 }
 
 func hasGPUNodeTaint(keys []string) bool {
