@@ -17,7 +17,9 @@ import (
 // agentLostAfter is short, and brings it back.
 func agentLost(t *testing.T) {
 	runDocs(t, "first-policy")
-	kubectl(t, "patch", "gpunodepolicy", "h100-nodes", "--type", "merge", "-p", `{"spec":{"agentLostAfter":"20s"}}`)
+	// Shorter than the 2m default, longer than the agent's heartbeat period (at least 30 s):
+	// a limit under that period would hold a node whose agent is alive.
+	kubectl(t, "patch", "gpunodepolicy", "h100-nodes", "--type", "merge", "-p", `{"spec":{"agentLostAfter":"75s"}}`)
 	kubectl(t, "-n", namespace, "patch", "daemonset", "gpunode-agent", "--type", "merge",
 		"-p", `{"spec":{"template":{"spec":{"nodeSelector":{"gpunode.dev/test-no-agent":"true"}}}}}`)
 	waitFor(t, "the node held agent-lost", settle, func() (bool, string) {
@@ -38,7 +40,7 @@ func agentLost(t *testing.T) {
 		return gn.Status.Phase == v1alpha1.PhaseInService && len(gn.Status.Holds) == 0 && !nodeTainted(t, v1alpha1.TaintUnschedulable),
 			fmt.Sprintf("phase %q, holds %+v", gn.Status.Phase, gn.Status.Holds)
 	})
-	// Back to the documented 2m: a rolling update of the agent takes longer than 20 s here.
+	// Back to the documented 2m, longer than a rolling update of the agent takes here.
 	kubectl(t, "patch", "gpunodepolicy", "h100-nodes", "--type", "merge", "-p", `{"spec":{"agentLostAfter":"2m"}}`)
 }
 
