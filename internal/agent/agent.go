@@ -62,6 +62,9 @@ type Config struct {
 	XIDs func(ctx context.Context) ([]xid.Event, error)
 	// Kernel is the health monitor's kernel-log source; nil: not followed.
 	Kernel monitor.KernelSource
+	// BootID, when set, lets the health monitor see a node reboot without a restart of the
+	// agent (simulated GPUs); see monitor.Config.BootID.
+	BootID func() string
 	// Mapping gives the accelerator class.
 	Mapping labels.Mapping
 	// Labels configures the GPU Feature Discovery labels: the device plugin's MIG strategy
@@ -171,15 +174,21 @@ func New(cfg Config) (*Agent, error) {
 		cfg.Tool = &info
 	}
 	a := &Agent{cfg: cfg, wake: make(chan struct{}, 1), live: liveness{first: make(chan struct{}, 1)}}
+	changed := func() {
+		a.poke()
+		if cfg.OnHealthChange != nil {
+			cfg.OnHealthChange()
+		}
+	}
 	m, err := monitor.New(monitor.Config{Backend: cfg.Backend, Interval: cfg.Interval, Kernel: cfg.Kernel,
-		Clock: cfg.Clock, Log: cfg.Log, OnFinding: func(_ health.Finding, isNew bool) {
+		Clock: cfg.Clock, Log: cfg.Log, BootID: cfg.BootID, OnFinding: func(_ health.Finding, isNew bool) {
 			if isNew {
 				a.poke()
 			}
 			if cfg.OnHealthChange != nil {
 				cfg.OnHealthChange()
 			}
-		}})
+		}, OnRecovered: func([]string, health.RecoveryKind) { changed() }})
 	if err != nil {
 		return nil, err
 	}

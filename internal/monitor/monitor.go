@@ -50,6 +50,12 @@ type Config struct {
 	OnFinding func(f health.Finding, isNew bool)
 	// XIDOptions are the correlation windows.
 	XIDOptions xid.Options
+	// BootID reads the node's boot ID at each poll; a new one is a node reboot seen
+	// (recovery.go). nil: not read (a real node's reboot restarts the process anyway).
+	BootID func() string
+	// OnRecovered is called (outside the monitor's lock) after a poll saw a recovery of
+	// uuids and checked them (recovery.go).
+	OnRecovered func(uuids []string, kind health.RecoveryKind)
 }
 
 // Monitor is one node's health monitor. Its read methods are safe while Run runs.
@@ -61,6 +67,7 @@ type Monitor struct {
 	states  map[string]*gpuState // by UUID
 	byPCI   map[string]gpuRef    // kernel-log address "0000:18:00" -> GPU
 	prev    *gpu.Snapshot
+	boot    string // the boot ID at the last poll (Config.BootID)
 	scanner xid.Scanner
 	windows map[string][]xid.Event // recent XIDs per PCI, for correlation
 	stats   Stats
@@ -151,6 +158,14 @@ func (m *Monitor) poll(ctx context.Context) {
 			Summary: "the GPU backend cannot be read: " + err.Error(), FirstSeen: now, LastSeen: now})
 		return
 	}
+	rebooted := false
+	if m.cfg.BootID != nil {
+		id := m.cfg.BootID()
+		m.mu.Lock()
+		rebooted = m.boot != "" && id != m.boot
+		m.boot = id
+		m.mu.Unlock()
+	}
 	m.mu.Lock()
 	m.stats.Polls++
 	prev := m.prev
@@ -162,9 +177,11 @@ func (m *Monitor) poll(ctx context.Context) {
 		}
 	}
 	m.mu.Unlock()
-	for _, f := range health.FromSnapshot(prev, snap, m.cfg.Counters) {
+	findings := health.FromSnapshot(prev, snap, m.counters())
+	for _, f := range findings {
 		m.add(f)
 	}
+	m.observeRecoveries(prev, snap, rebooted, findings)
 }
 
 func (m *Monitor) watch(ctx context.Context, es gpu.EventSource) {
