@@ -62,6 +62,9 @@ type Config struct {
 	XIDs func(ctx context.Context) ([]xid.Event, error)
 	// Kernel is the health monitor's kernel-log source; nil: not followed.
 	Kernel monitor.KernelSource
+	// OnFinding is called with each of the health monitor's findings (the metrics' XID
+	// counter); see monitor.Config.OnFinding.
+	OnFinding func(f health.Finding, isNew bool)
 	// BootID, when set, lets the health monitor see a node reboot without a restart of the
 	// agent (simulated GPUs); see monitor.Config.BootID.
 	BootID func() string
@@ -181,7 +184,10 @@ func New(cfg Config) (*Agent, error) {
 		}
 	}
 	m, err := monitor.New(monitor.Config{Backend: cfg.Backend, Interval: cfg.Interval, Kernel: cfg.Kernel,
-		Clock: cfg.Clock, Log: cfg.Log, BootID: cfg.BootID, OnFinding: func(_ health.Finding, isNew bool) {
+		Clock: cfg.Clock, Log: cfg.Log, BootID: cfg.BootID, OnFinding: func(f health.Finding, isNew bool) {
+			if cfg.OnFinding != nil {
+				cfg.OnFinding(f, isNew)
+			}
 			if isNew {
 				a.poke()
 			}

@@ -12,7 +12,6 @@ import (
 	"github.com/gpunode/gpunode/internal/baseline"
 	"github.com/gpunode/gpunode/internal/frameworks"
 	"github.com/gpunode/gpunode/internal/gpu"
-	"github.com/gpunode/gpunode/internal/gpu/sim"
 	"github.com/gpunode/gpunode/internal/stress"
 )
 
@@ -47,7 +46,7 @@ func gatherLayers(ctx context.Context, o *layerOptions, g *gathered, layers []ac
 	}
 	if slices.Contains(layers, accept.LayerFrameworks) {
 		prog.step("running PyTorch (frameworks layer)")
-		if _, simulated := g.Backend.(*sim.Backend); simulated {
+		if g.Platform != nil && g.Platform.Simulated() {
 			f.FrameworksErr = fmt.Errorf("%w: the GPUs are simulated (--sim); PyTorch runs on real GPUs only", frameworks.ErrNotRun)
 		} else {
 			f.Frameworks, f.FrameworksErr = frameworks.Run(ctx, frameworks.Options{Interpreter: []string{o.python}, Timeout: o.frameworksTimeout})
@@ -64,8 +63,8 @@ func measurePerformance(ctx context.Context, g *gathered, src baseline.Source) (
 		return nil, fmt.Errorf("no GPUs to measure: %w", f.GPUErr)
 	}
 	perf := &accept.Performance{Baselines: src}
-	if b, ok := g.Backend.(*sim.Backend); ok {
-		perf.GPUs = simulatedPerformance(b, f.GPU.Devices)
+	if g.Platform != nil && g.Platform.Simulated() {
+		perf.GPUs = simulatedPerformance(g.Platform.Sim(), f.GPU.Devices)
 		return perf, nil
 	}
 	gpus, err := cudaPerformance(ctx, f.GPU.Devices)

@@ -23,10 +23,10 @@ import (
 	"github.com/gpunode/gpunode/internal/agent"
 	"github.com/gpunode/gpunode/internal/deviceplugin"
 	"github.com/gpunode/gpunode/internal/gpu"
-	"github.com/gpunode/gpunode/internal/gpu/sim"
 	"github.com/gpunode/gpunode/internal/host"
 	"github.com/gpunode/gpunode/internal/kmsg"
 	"github.com/gpunode/gpunode/internal/labels"
+	"github.com/gpunode/gpunode/internal/metrics"
 	"github.com/gpunode/gpunode/internal/monitor"
 	"github.com/gpunode/gpunode/internal/podresources"
 	"github.com/gpunode/gpunode/internal/record"
@@ -42,6 +42,7 @@ type agentOptions struct {
 	remediation  remediationOptions
 	podSocket    string
 	health       healthOptions
+	metrics      agentMetricsOptions
 	simControl   simControlOptions
 }
 
@@ -69,8 +70,11 @@ carried out with --reset-command, --reboot-command and --power-cycle-command, af
 evidence bundle is written under --state-dir. API errors are retried with capped
 exponential backoff; the latest state is published once the API server answers.
 
-The record of each acceptance run is also kept in --state-dir/records (the newest 20),
-where the exporter reads the last result. /healthz and /readyz on
+The record of each acceptance run is also kept in --state-dir/records (the newest 20).
+The agent serves this node's GPU metrics on --metrics-bind-address (:9400): what 'gpunode
+exporter' serves (dcgm-exporter compatible DCGM_FI_DEV_* series, per-GPU health, findings,
+XIDs, the last acceptance result from --state-dir/records), from the agent's own health
+monitor, so a recovery the agent records shows at the next scrape. /healthz and /readyz on
 --health-probe-bind-address are the pod's probes: ready once the health monitor has polled
 the GPUs. On simulated GPUs (--sim) faults are injected through --sim-control-socket with
 'gpunode sim inject NODE --socket PATH'.
@@ -94,6 +98,7 @@ The node name comes from --node-name or $NODE_NAME (the downward API's spec.node
 	o.plugin.addFlags(fs)
 	o.remediation.addFlags(fs)
 	o.health.addFlags(fs)
+	o.metrics.addFlags(fs)
 	o.simControl.addFlags(fs)
 	return cmd
 }
@@ -103,6 +108,9 @@ func runAgent(ctx context.Context, o *agentOptions, errOut io.Writer) error {
 		return usageErrorf("--interval %s: must be positive", o.interval)
 	}
 	if err := o.simControl.check(o.facts.gpu.sim); err != nil {
+		return err
+	}
+	if err := o.metrics.check(); err != nil {
 		return err
 	}
 	node := o.facts.node
@@ -124,11 +132,12 @@ func runAgent(ctx context.Context, o *agentOptions, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	backend, err := o.facts.gpu.openBackend()
+	plat, err := o.facts.openPlatform()
 	if err != nil {
 		return err
 	}
-	defer func() { _ = backend.Close() }()
+	defer func() { _ = plat.Close() }()
+	backend := plat.Backend
 	log := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	var health *deviceplugin.MonitorSource
 	var a *agent.Agent
@@ -142,6 +151,7 @@ func runAgent(ctx context.Context, o *agentOptions, errOut io.Writer) error {
 		gfd = sharing.LabelConfig()
 	}
 	pods := o.podSource(&a, sharing, log)
+	xids := metrics.NewXIDCounter()
 	cfg := agent.Config{
 		NodeName: node, Client: c, Backend: backend, Mapping: mapping, Labels: gfd, Interval: o.interval,
 		OnHealthChange: func() {
@@ -153,12 +163,14 @@ func runAgent(ctx context.Context, o *agentOptions, errOut io.Writer) error {
 			return o.facts.hostReader(&accept.Facts{GPU: &gpu.Snapshot{Devices: devs}})
 		},
 		HostOptions: host.Options{CacheDirs: o.facts.cacheDirs},
-		XIDs:        func(ctx context.Context) ([]xid.Event, error) { return o.facts.readXIDs(ctx, backend) },
-		Kernel:      o.facts.agentKernelSource(backend),
+		XIDs:        func(ctx context.Context) ([]xid.Event, error) { return o.facts.readXIDs(ctx, plat) },
+		Kernel:      plat.KernelFollower(&kmsg.Follower{Start: kmsg.StartBeginning}),
+		BootID:      plat.BootID(),
+		OnFinding:   xids.Observe,
 		Log:         log,
-		Steps:       o.remediation.steps(backend, o.facts.hostRoot),
+		Steps:       o.remediation.steps(plat),
 		Journal:     o.remediation.journal(),
-		Evidence:    o.remediation.evidence(node, backend, o.facts.hostRoot, findingsOf(&a), pods),
+		Evidence:    o.remediation.evidence(node, plat, findingsOf(&a), pods),
 		Records:     &record.Store{Dir: filepath.Join(o.remediation.stateDir, "records")},
 	}
 	if pods != nil { // a nil *Cache in the interface would not be nil
@@ -172,7 +184,12 @@ func runAgent(ctx context.Context, o *agentOptions, errOut io.Writer) error {
 		return err
 	}
 	defer serveHealth(probes, a.Ready, log)()
-	defer o.simControl.serve(ctx, backend, node, o.remediation.stateDir, log)()
+	stopMetrics, err := o.metrics.serve(ctx, plat, node, a, xids, pods, o.remediation.stateDir, o.interval, log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
+	defer o.simControl.serve(ctx, plat, node, o.remediation.stateDir, log)()
 	if pods != nil {
 		podCtx, stopPods := context.WithCancel(ctx)
 		podsDone := make(chan struct{})
@@ -182,7 +199,7 @@ func runAgent(ctx context.Context, o *agentOptions, errOut io.Writer) error {
 	if !o.plugin.enabled {
 		return a.Run(ctx)
 	}
-	runPlugins, err := o.plugin.start(ctx, backend, health, sharing, o.facts.hostRoot, o.interval, log)
+	runPlugins, err := o.plugin.start(ctx, plat, health, sharing, o.interval, log)
 	if err != nil {
 		return err
 	}
@@ -215,18 +232,6 @@ func (o *agentOptions) podSource(a **agent.Agent, sharing deviceplugin.Sharing, 
 	return podresources.New(podresources.Options{Socket: o.podSocket, Log: log, ResourceNames: names,
 		Refresh:   min(o.interval, podresources.DefaultRefresh),
 		ParentGPU: func(id string) (string, bool) { return (*a).ParentGPU(id) }})
-}
-
-// agentKernelSource is the health monitor's kernel log: the simulated GPUs' own, the live
-// /dev/kmsg from boot (kernel records only), or none.
-func (o *factOptions) agentKernelSource(b gpu.Backend) monitor.KernelSource {
-	if sb, isSim := b.(*sim.Backend); isSim && o.kernelLog == defaultKernelLog {
-		return monitor.SimKernel(sb, 0)
-	}
-	if o.kernelLog == "none" || o.kernelLog == "" {
-		return nil
-	}
-	return monitor.FollowKmsg(&kmsg.Follower{Path: o.kernelLog, Start: kmsg.StartBeginning, TrustUserRecords: o.trustUserKmsg})
 }
 
 // agentClient is a client that reads from the API server (no cache: the agent reads two

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"time"
 
@@ -15,8 +14,7 @@ import (
 
 	"github.com/gpunode/gpunode/internal/cdispec"
 	"github.com/gpunode/gpunode/internal/deviceplugin"
-	"github.com/gpunode/gpunode/internal/gpu"
-	"github.com/gpunode/gpunode/internal/gpu/sim"
+	"github.com/gpunode/gpunode/internal/platform"
 )
 
 // pluginOptions are the agent's device-plugin flags.
@@ -68,8 +66,9 @@ func (o *pluginOptions) sharing(ctx context.Context, c client.Client, node strin
 }
 
 // start builds the plugins (and the CDI spec keeper) and returns what runs them.
-func (o *pluginOptions) start(ctx context.Context, backend gpu.Backend, health deviceplugin.HealthSource,
-	s deviceplugin.Sharing, hostRoot string, interval time.Duration, log *slog.Logger) (func(context.Context) error, error) {
+func (o *pluginOptions) start(ctx context.Context, plat *platform.Platform, health deviceplugin.HealthSource,
+	s deviceplugin.Sharing, interval time.Duration, log *slog.Logger) (func(context.Context) error, error) {
+	backend := plat.Backend
 	plugins, err := deviceplugin.NewAll(ctx, deviceplugin.Config{Backend: backend, Health: health,
 		Strategy: deviceplugin.Strategy(o.strategy), Sharing: s, Dir: o.dir, Log: log})
 	if err != nil {
@@ -86,12 +85,8 @@ func (o *pluginOptions) start(ctx context.Context, backend gpu.Backend, health d
 	if !cdi {
 		return func(ctx context.Context) error { return deviceplugin.RunAll(ctx, plugins) }, nil
 	}
-	if hostRoot == "" {
-		hostRoot = "/"
-	}
 	// Simulated GPUs have no driver files to discover: their spec's nodes are /dev/null.
-	_, simulated := backend.(*sim.Backend)
-	keeper := &cdispec.Keeper{Root: os.DirFS(hostRoot), Dir: o.cdiDir, Log: log, Simulated: simulated}
+	keeper := &cdispec.Keeper{Root: plat.Root(), Dir: o.cdiDir, Log: log, Simulated: plat.Simulated()}
 	snap, err := backend.Snapshot(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("device plugin: CDI spec: %w", err)

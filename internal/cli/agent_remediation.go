@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"context"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/pflag"
@@ -10,11 +8,9 @@ import (
 	"github.com/gpunode/gpunode/internal/agent"
 	"github.com/gpunode/gpunode/internal/buildinfo"
 	"github.com/gpunode/gpunode/internal/evidence"
-	"github.com/gpunode/gpunode/internal/gpu"
-	"github.com/gpunode/gpunode/internal/gpu/sim"
 	"github.com/gpunode/gpunode/internal/health"
+	"github.com/gpunode/gpunode/internal/platform"
 	"github.com/gpunode/gpunode/internal/podresources"
-	"github.com/gpunode/gpunode/internal/recovery"
 )
 
 // remediationOptions are how the agent carries out the controller's remediation steps on
@@ -33,18 +29,10 @@ func (o *remediationOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.stateDir, "state-dir", "/var/lib/gpunode", "host folder for what must survive a reboot: the remediation step in flight, evidence bundles under evidence/, acceptance records under records/ (the exporter's --records-dir)")
 }
 
-// steps are the remediation steps for backend: the simulated node's own with --sim,
+// steps are the remediation steps of the platform: the simulated node's own with --sim,
 // otherwise the configured commands run on this host.
-func (o *remediationOptions) steps(backend gpu.Backend, hostRoot string) agent.Steps {
-	if sb, isSim := backend.(*sim.Backend); isSim {
-		return recovery.Sim{Backend: sb}
-	}
-	pl, _ := backend.(gpu.ProcessLister)
-	if hostRoot == "" {
-		hostRoot = "/"
-	}
-	return &recovery.Host{Processes: pl, ResetCommand: o.resetCommand, RebootCommand: o.rebootCommand,
-		PowerCycleCommand: o.powerCycleCommand, Root: os.DirFS(hostRoot)}
+func (o *remediationOptions) steps(plat *platform.Platform) agent.Steps {
+	return plat.Steps(platform.Commands{Reset: o.resetCommand, Reboot: o.rebootCommand, PowerCycle: o.powerCycleCommand})
 }
 
 // journal keeps the step in flight under --state-dir.
@@ -53,37 +41,19 @@ func (o *remediationOptions) journal() agent.Journal {
 }
 
 // evidence writes bundles under --state-dir/evidence with what the agent knows: the GPU
-// backend, the kernel log (the simulated node's, or /dev/kmsg's ring buffer), the
-// health monitor's findings and, with a pod source, the pods on the GPUs.
-func (o *remediationOptions) evidence(node string, backend gpu.Backend, hostRoot string, findings func() []health.Finding, pods *podresources.Cache) agent.EvidenceWriter {
-	if hostRoot == "" {
-		hostRoot = "/"
-	}
-	root := os.DirFS(hostRoot)
+// backend, the platform's kernel log (the simulated node's, or /dev/kmsg's ring buffer),
+// the health monitor's findings and, with a pod source, the pods on the GPUs.
+func (o *remediationOptions) evidence(node string, plat *platform.Platform, findings func() []health.Finding, pods *podresources.Cache) agent.EvidenceWriter {
 	col := evidence.Collector{Node: evidence.NodeFacts{Node: node, Agent: buildinfo.Get().Version},
-		Root: root, Backend: backend, Findings: findings}
+		Backend: plat.Backend, Findings: findings}
 	if pods != nil { // a nil *Cache in the interface would not be nil
 		col.Pods = pods
 	}
-	if sb, isSim := backend.(*sim.Backend); isSim {
-		col.Root, col.Kernel = nil, simKernelRecords{sb}
-	} else {
-		col.Kernel = evidence.KmsgDevice{Root: root}
+	var onHost bool
+	if col.Kernel, onHost = plat.EvidenceKernel(); onHost {
+		col.Root = plat.Root()
 	}
 	return agent.EvidenceTo(col, &evidence.Store{Dir: filepath.Join(o.stateDir, "evidence")})
-}
-
-// simKernelRecords is a simulated node's kernel log as an evidence source.
-type simKernelRecords struct{ b *sim.Backend }
-
-func (s simKernelRecords) Records(_ context.Context, w evidence.Window) ([]evidence.KernelRecord, error) {
-	var out []evidence.KernelRecord
-	for _, l := range s.b.KernelLog() {
-		if !l.Time.Before(w.From()) {
-			out = append(out, evidence.KernelRecord{Time: l.Time, Level: -1, Text: l.Text})
-		}
-	}
-	return out, nil
 }
 
 // findingsOf reads the findings of the agent *a once it exists.

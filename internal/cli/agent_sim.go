@@ -7,9 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/gpunode/gpunode/internal/gpu"
-	"github.com/gpunode/gpunode/internal/gpu/sim"
-	"github.com/gpunode/gpunode/internal/simfleet"
+	"github.com/gpunode/gpunode/internal/platform"
 )
 
 // simControlOptions are the agent's fault-injection socket on simulated GPUs.
@@ -36,14 +34,13 @@ func (o *simControlOptions) check(simPreset string) error {
 // ends or stop is called (stop waits for the server to close its socket). Without --sim
 // there is nothing to serve; a socket that cannot be opened is logged and the agent runs
 // on without it (fault injection is test tooling, not the node's health).
-func (o *simControlOptions) serve(ctx context.Context, backend gpu.Backend, node, stateDir string, log *slog.Logger) (stop func()) {
-	sb, isSim := backend.(*sim.Backend)
-	if o.socket == "" || !isSim {
+func (o *simControlOptions) serve(ctx context.Context, plat *platform.Platform, node, stateDir string, log *slog.Logger) (stop func()) {
+	if o.socket == "" || !plat.Simulated() {
 		return func() {}
 	}
 	path := strings.ReplaceAll(o.socket, "{state-dir}", stateDir)
 	ctx, cancel := context.WithCancel(ctx)
-	s, err := simfleet.ListenControl(ctx, path, simfleet.Node{Name: node, Backend: sb, Log: log})
+	s, _, err := plat.ListenSimControl(ctx, path, node, log)
 	if err != nil {
 		cancel()
 		log.Warn("simulated GPUs: no fault-injection socket", "err", err)

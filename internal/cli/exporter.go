@@ -2,27 +2,19 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/spf13/cobra"
 
-	"github.com/gpunode/gpunode/internal/buildinfo"
-	"github.com/gpunode/gpunode/internal/gpu"
-	"github.com/gpunode/gpunode/internal/gpu/nvml"
-	"github.com/gpunode/gpunode/internal/gpu/sim"
 	"github.com/gpunode/gpunode/internal/kmsg"
 	"github.com/gpunode/gpunode/internal/metrics"
 	"github.com/gpunode/gpunode/internal/monitor"
+	"github.com/gpunode/gpunode/internal/platform"
 	"github.com/gpunode/gpunode/internal/podresources"
 )
 
@@ -78,23 +70,18 @@ func runExporter(ctx context.Context, o *exporterOptions, out io.Writer, ready f
 	if o.interval <= 0 {
 		return usageErrorf("--interval must be positive")
 	}
+	srv := metricsServer{name: "exporter", listen: o.listen, webConfig: o.webConfig, flag: "--web.listen-address"}
 	if len(o.listen) == 0 {
 		return usageErrorf("--web.listen-address: give at least one address")
 	}
-	if o.webConfig != "" {
-		if err := web.Validate(o.webConfig); err != nil {
-			return usageErrorf("--web.config.file %s: %w", o.webConfig, err)
-		}
+	if err := checkWebConfig(o.webConfig); err != nil {
+		return err
 	}
-	backend, err := o.gpu.openBackend()
+	plat, err := o.gpu.openPlatform(platform.Options{KernelLog: o.kernelLog})
 	if err != nil {
 		return err
 	}
-	defer func() { _ = backend.Close() }()
-	tel, ok := backend.(gpu.TelemetrySource)
-	if !ok {
-		return fmt.Errorf("the %s GPU backend has no telemetry", backend.Name())
-	}
+	defer func() { _ = plat.Close() }()
 	log := slog.Default()
 
 	var wg sync.WaitGroup
@@ -102,143 +89,44 @@ func runExporter(ctx context.Context, o *exporterOptions, out io.Writer, ready f
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
+	// The standalone exporter's own engine: it sees recoveries in its polls (a reset or a
+	// reboot seen by the driver, then the per-GPU check), as the agent's does.
 	xids := metrics.NewXIDCounter()
-	mon, err := monitor.New(monitor.Config{Backend: backend, Interval: o.interval, Kernel: o.kernelSource(backend),
+	mon, err := monitor.New(monitor.Config{Backend: plat.Backend, Interval: o.interval,
+		Kernel: plat.KernelFollower(&kmsg.Follower{Start: kmsg.StartBeginning}), BootID: plat.BootID(),
 		OnFinding: xids.Observe, Log: log})
 	if err != nil {
 		return err
 	}
 	wg.Go(func() { _ = mon.Run(ctx) }) // Run fails only by its context
 
-	if nb, isNVML := backend.(*nvml.Backend); isNVML {
-		// The energy counter costs 4 ms a GPU: it is read in the background, the rest on scrape.
-		st := nvml.NewScrapeTelemetry(nb, nvml.DefaultEnergyRefresh)
-		wg.Go(func() { st.Run(ctx) })
-		tel = st
-	}
-	opts := metrics.Options{Telemetry: tel, Inventory: backend, Hostname: (&factOptions{node: o.node}).nodeName(),
-		Health: mon, XIDs: xids}
+	e := engine{health: mon, xids: xids, maxAge: max(3*o.interval, 30*time.Second)}
 	if o.podSocket != "" {
-		cache := podresources.New(podresources.Options{Socket: o.podSocket, Log: log})
-		wg.Go(func() { cache.Run(ctx) })
-		opts.Pods = podLookup{cache}
+		e.pods = podresources.New(podresources.Options{Socket: o.podSocket, Log: log})
+		wg.Go(func() { e.pods.Run(ctx) })
 	}
 	if o.recordsDir != "" {
-		opts.Records = os.DirFS(o.recordsDir)
+		e.records = os.DirFS(o.recordsDir)
 	}
-	exp, err := metrics.New(opts)
+	exp, err := newNodeExporter(ctx, &wg, plat, (&factOptions{node: o.node}).nodeName(), e)
 	if err != nil {
 		return err
 	}
-	handler, err := exporterHandler(exp, max(3*o.interval, 30*time.Second))
+	handler, err := exporterHandler(exp, e.maxAge)
 	if err != nil {
 		return err
 	}
-	listeners := make([]net.Listener, 0, len(o.listen))
-	addrs := make([]net.Addr, 0, len(o.listen))
-	for _, a := range o.listen {
-		l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", a)
-		if err != nil {
-			for _, l := range listeners {
-				_ = l.Close()
-			}
-			return fmt.Errorf("--web.listen-address %s: %w", a, err)
-		}
-		listeners = append(listeners, l)
-		addrs = append(addrs, l.Addr())
-		if _, err := fmt.Fprintf(out, "gpunode exporter: serving http://%s/metrics\n", l.Addr()); err != nil {
-			return err
-		}
-	}
-	return serve(ctx, listeners, handler, o, log, ready, addrs)
-}
-
-// serve runs the HTTP server on the listeners until ctx ends, then shuts it down, letting
-// scrapes in flight finish (up to 5 s).
-func serve(ctx context.Context, listeners []net.Listener, h http.Handler, o *exporterOptions, log *slog.Logger,
-	ready func([]net.Addr), addrs []net.Addr) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	systemd := false
-	flags := &web.FlagConfig{WebListenAddresses: &o.listen, WebSystemdSocket: &systemd, WebConfigFile: &o.webConfig}
-	done := make(chan error, 1)
-	go func() { done <- web.ServeMultiple(listeners, srv, flags, log) }()
-	if ready != nil {
-		ready(addrs)
-	}
-	select {
-	case err := <-done:
-		return fmt.Errorf("serving metrics: %w", err)
-	case <-ctx.Done():
-	}
-	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdown); err != nil {
-		return fmt.Errorf("stopping the metrics server: %w", err)
-	}
-	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serving metrics: %w", err)
-	}
-	return nil
-}
-
-// exporterHandler routes /metrics, /healthz and the landing page.
-func exporterHandler(exp *metrics.Exporter, maxAge time.Duration) (http.Handler, error) {
-	reg, err := metrics.NewRegistry(exp)
+	listeners, err := srv.open(ctx, out)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	landing, err := web.NewLandingPage(web.LandingConfig{
-		Name:        "gpunode exporter",
-		Description: "GPU metrics (dcgm-exporter compatible) and GPU health of this node",
-		Version:     buildinfo.Get().Version,
-		Links: []web.LandingLinks{
-			{Address: "/metrics", Text: "Metrics"},
-			{Address: "/healthz", Text: "Health", Description: "200 while the GPUs answer"},
-		},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("landing page: %w", err)
+	addrs := make([]net.Addr, len(listeners))
+	for i, l := range listeners {
+		addrs[i] = l.Addr()
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
-		ErrorHandling:       promhttp.ContinueOnError,
-		MaxRequestsInFlight: 8,
-		Registry:            reg, // promhttp_metric_handler_* for the exporter's own scrapes
-	}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		if err := exp.Healthy(r.Context(), maxAge); err != nil {
-			http.Error(w, "unhealthy: "+err.Error(), http.StatusServiceUnavailable)
-			return
+	return srv.serve(ctx, listeners, handler, log, func() {
+		if ready != nil {
+			ready(addrs)
 		}
-		_, _ = io.WriteString(w, "ok\n")
 	})
-	mux.Handle("/", landing)
-	return mux, nil
-}
-
-// kernelSource is the kernel log the monitor follows: the simulated node's own with --sim,
-// none for "none", else the live kernel log from boot (XIDs since boot count).
-func (o *exporterOptions) kernelSource(b gpu.Backend) monitor.KernelSource {
-	if sb, isSim := b.(*sim.Backend); isSim && o.kernelLog == defaultKernelLog {
-		return monitor.SimKernel(sb, 0)
-	}
-	if o.kernelLog == "none" {
-		return nil
-	}
-	return monitor.FollowKmsg(&kmsg.Follower{Path: o.kernelLog, Start: kmsg.StartBeginning})
-}
-
-// podLookup adapts the pod-resources cache to the metrics package.
-type podLookup struct{ c *podresources.Cache }
-
-func (p podLookup) PodsFor(uuid string) []metrics.Pod {
-	pods := p.c.PodsFor(uuid)
-	if len(pods) == 0 {
-		return nil
-	}
-	out := make([]metrics.Pod, len(pods))
-	for i, q := range pods {
-		out[i] = metrics.Pod{Namespace: q.Namespace, Name: q.Name, Container: q.Container}
-	}
-	return out
 }

@@ -9,9 +9,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpunode/gpunode/internal/accept"
-	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/host"
 	"github.com/gpunode/gpunode/internal/host/simhost"
+	"github.com/gpunode/gpunode/internal/platform"
 )
 
 // factOptions say where the facts come from.
@@ -62,9 +62,9 @@ type gathered struct {
 	KernelErr error
 	// Close releases the GPU backend.
 	Close func()
-	// Backend is the GPU backend the facts were read from (nil when none opened), for
-	// commands that go on to use it (accept's simulated performance measurements).
-	Backend gpu.Backend
+	// Platform is the platform the facts were read from (nil when no GPU backend opened),
+	// for commands that go on to use it (accept's performance and frameworks layers).
+	Platform *platform.Platform
 }
 
 // gather reads every fact once: GPUs, then the host (which needs the GPUs' bus ids), then
@@ -75,16 +75,16 @@ func gather(ctx context.Context, o *factOptions, p *progress) (*gathered, error)
 	g := &gathered{Facts: f, Close: func() {}}
 
 	p.step("reading GPUs")
-	backend, err := o.gpu.openBackend()
+	plat, err := o.openPlatform()
 	if err != nil {
 		if exitCode(err) == ExitUsage {
 			return nil, err
 		}
 		f.GPUErr = err
 	} else {
-		g.Close = func() { _ = backend.Close() }
-		g.Backend = backend
-		f.GPU, f.GPUErr = backend.Snapshot(ctx)
+		g.Close = func() { _ = plat.Close() }
+		g.Platform = plat
+		f.GPU, f.GPUErr = plat.Backend.Snapshot(ctx)
 	}
 	p.stepDone("GPUs", f.GPUErr)
 
@@ -103,7 +103,7 @@ func gather(ctx context.Context, o *factOptions, p *progress) (*gathered, error)
 	p.stepDone("host facts", f.HostErr)
 
 	p.step("reading the kernel log")
-	g.Kernel, g.KernelErr = o.kernelMessages(ctx, backend)
+	g.Kernel, g.KernelErr = o.kernelMessages(ctx, plat)
 	if exitCode(g.KernelErr) == ExitUsage {
 		g.Close()
 		return nil, g.KernelErr

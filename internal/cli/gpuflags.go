@@ -2,15 +2,12 @@ package cli
 
 import (
 	"errors"
-	"fmt"
-	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
 
-	"github.com/gpunode/gpunode/internal/gpu"
-	"github.com/gpunode/gpunode/internal/gpu/nvml"
 	"github.com/gpunode/gpunode/internal/gpu/sim"
+	"github.com/gpunode/gpunode/internal/platform"
 )
 
 // gpuOptions are the flags every command that talks to GPUs takes.
@@ -35,44 +32,32 @@ func joinPresets() string {
 	return s
 }
 
-// openBackend returns the simulated backend when --sim is set, NVML otherwise. A bad or
-// unreadable scenario is a usage error (exit 2); a missing driver is a plain failure (exit 1).
-func (o *gpuOptions) openBackend() (gpu.Backend, error) {
-	if o.sim == "" && o.simElapsed != 0 {
-		return nil, usageErrorf("--sim-elapsed needs --sim")
-	}
-	if o.sim != "" {
-		if o.simElapsed < 0 {
-			return nil, usageErrorf("--sim-elapsed %s: must not be negative", o.simElapsed)
-		}
-		b, err := sim.Load(o.sim, sim.WithClock(startedAgo(o.simElapsed)))
-		if err != nil {
-			if errors.Is(err, sim.ErrInvalidScenario) {
-				return nil, usageError(err)
-			}
-			// A scenario file that cannot be read is bad input too: carrying on without GPU
-			// facts would read the real host and kernel log into a simulated run.
-			return nil, usageError(fmt.Errorf("simulated GPUs: %w", err))
-		}
-		return b, nil
-	}
-	b, err := nvml.New()
+// openPlatform chooses the platform once: the GPU flags, and extra's host root and kernel
+// log. A bad or unreadable scenario is a usage error (exit 2); a missing driver is a plain
+// failure (exit 1).
+func (o *gpuOptions) openPlatform(extra platform.Options) (*platform.Platform, error) {
+	extra.Sim, extra.SimElapsed = o.sim, o.simElapsed
+	p, err := platform.Open(extra)
 	if err != nil {
-		return nil, err
+		return nil, platformError(err)
 	}
-	return b, nil
+	return p, nil
 }
 
-// startedAgo is a clock whose first reading (the simulated node's start) lies d in the past.
-func startedAgo(d time.Duration) func() time.Time {
-	var once sync.Once
-	return func() time.Time {
-		now := time.Now()
-		first := false
-		once.Do(func() { first = true })
-		if first {
-			return now.Add(-d)
-		}
-		return now
+// platformError makes the platform's bad input a usage error.
+func platformError(err error) error {
+	if inv := (*platform.InvalidError)(nil); errors.As(err, &inv) {
+		return usageError(err)
 	}
+	return err
+}
+
+// platformOptions are the fact flags that choose the platform.
+func (o *factOptions) platformOptions() platform.Options {
+	return platform.Options{HostRoot: o.hostRoot, KernelLog: o.kernelLog, TrustUserKmsg: o.trustUserKmsg}
+}
+
+// openPlatform is the platform of the fact flags.
+func (o *factOptions) openPlatform() (*platform.Platform, error) {
+	return o.gpu.openPlatform(o.platformOptions())
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpunode/gpunode/internal/gpu/sim"
 	"github.com/gpunode/gpunode/internal/health"
 	"github.com/gpunode/gpunode/internal/kmsg"
 	"github.com/gpunode/gpunode/internal/monitor"
@@ -69,24 +68,17 @@ func runMonitor(ctx context.Context, o *monitorOptions, out io.Writer) error {
 	if mode == kmsg.StartCursor && o.cursorFile == "" {
 		return usageErrorf("--from cursor needs --cursor-file")
 	}
-	backend, err := o.facts.gpu.openBackend()
+	plat, err := o.facts.openPlatform()
 	if err != nil {
 		return err
 	}
-	defer func() { _ = backend.Close() }()
-	var kernel monitor.KernelSource
-	switch sb, isSim := backend.(*sim.Backend); {
-	case isSim && o.facts.kernelLog == defaultKernelLog:
-		kernel = monitor.SimKernel(sb, 0)
-	case o.facts.kernelLog == "none":
-	default:
-		kernel = monitor.FollowKmsg(&kmsg.Follower{Path: o.facts.kernelLog, StatePath: o.cursorFile, Start: mode,
-			TrustUserRecords: o.facts.trustUserKmsg, MinSaveInterval: time.Second})
-	}
+	defer func() { _ = plat.Close() }()
+	backend := plat.Backend
+	kernel := plat.KernelFollower(&kmsg.Follower{StatePath: o.cursorFile, Start: mode, MinSaveInterval: time.Second})
 	var mu sync.Mutex // the callback runs on the monitor's goroutines
 	enc := json.NewEncoder(out)
 	w := &errWriter{w: out}
-	m, err := monitor.New(monitor.Config{Backend: backend, Interval: o.interval, Kernel: kernel,
+	m, err := monitor.New(monitor.Config{Backend: backend, Interval: o.interval, Kernel: kernel, BootID: plat.BootID(),
 		OnFinding: func(f health.Finding, isNew bool) {
 			if !isNew {
 				return

@@ -10,8 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpunode/gpunode/internal/gpu"
-	"github.com/gpunode/gpunode/internal/gpu/nvml"
-	"github.com/gpunode/gpunode/internal/gpu/sim"
+	"github.com/gpunode/gpunode/internal/platform"
 	"github.com/gpunode/gpunode/internal/stress"
 )
 
@@ -138,18 +137,15 @@ func runStress(ctx context.Context, o *stressOptions, in io.Reader, out, errOut 
 	var sampler stress.ClockSampler
 	var gpus []stress.GPU
 	if o.sim != "" {
-		b, err := (&gpuOptions{sim: o.sim}).openBackend()
+		plat, err := (&gpuOptions{sim: o.sim}).openPlatform(platform.Options{})
 		if err != nil {
 			return err
 		}
-		defer func() { _ = b.Close() }()
+		defer func() { _ = plat.Close() }()
+		b, sb := plat.Backend, plat.Sim()
 		snap, err := b.Snapshot(ctx)
 		if err != nil {
 			return fmt.Errorf("simulated GPUs: %w", err)
-		}
-		sb, ok := b.(*sim.Backend)
-		if !ok {
-			return fmt.Errorf("--sim %s: backend %s is not the simulator", o.sim, b.Name())
 		}
 		gpus = portGPUs(snap)
 		exec, sampler = newSimExecutor(sb, snap), stress.BackendSampler{Backend: b}
@@ -194,11 +190,11 @@ func runStress(ctx context.Context, o *stressOptions, in io.Reader, out, errOut 
 func realGPUs(ctx context.Context) ([]stress.GPU, gpu.Backend, error) {
 	var snap *gpu.Snapshot
 	var b gpu.Backend
-	if nb, err := nvml.New(); err == nil {
-		if s, err := nb.Snapshot(ctx); err == nil {
-			snap, b = s, nb
+	if p, err := platform.Open(platform.Options{}); err == nil {
+		if s, err := p.Backend.Snapshot(ctx); err == nil {
+			snap, b = s, p.Backend
 		} else {
-			_ = nb.Close()
+			_ = p.Close()
 		}
 	}
 	devs, cerr := stress.Devices(ctx)

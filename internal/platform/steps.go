@@ -1,0 +1,44 @@
+package platform
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/gpunode/gpunode/internal/gpu"
+	"github.com/gpunode/gpunode/internal/recovery"
+	"github.com/gpunode/gpunode/internal/simfleet"
+)
+
+// Steps carry out the node-side remediation steps (the agent's Steps).
+type Steps interface {
+	ResetGPU(ctx context.Context, uuid string) error
+	RebootNode(ctx context.Context) (done bool, err error)
+	PowerCycle(ctx context.Context) (done bool, err error)
+	BootID(ctx context.Context) (string, error)
+}
+
+// Commands are the host's configured step commands (the agent's flags).
+type Commands struct {
+	Reset, Reboot, PowerCycle []string
+}
+
+// Steps are the remediation steps: the simulated node's own with simulated GPUs (the
+// commands are not run), otherwise the commands run on this host.
+func (p *Platform) Steps(c Commands) Steps {
+	if p.sim != nil {
+		return recovery.Sim{Backend: p.sim}
+	}
+	pl, _ := p.Backend.(gpu.ProcessLister)
+	return &recovery.Host{Processes: pl, ResetCommand: c.Reset, RebootCommand: c.Reboot,
+		PowerCycleCommand: c.PowerCycle, Root: p.Root()}
+}
+
+// ListenSimControl opens the fault-injection socket of the simulated GPUs at path, for
+// 'gpunode sim inject NODE --socket PATH'; false on real GPUs (nothing to inject into).
+func (p *Platform) ListenSimControl(ctx context.Context, path, node string, log *slog.Logger) (*simfleet.ControlServer, bool, error) {
+	if p.sim == nil {
+		return nil, false, nil
+	}
+	s, err := simfleet.ListenControl(ctx, path, simfleet.Node{Name: node, Backend: p.sim, Log: log})
+	return s, true, err
+}
