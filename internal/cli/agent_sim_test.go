@@ -20,7 +20,7 @@ func startSimAgent(t *testing.T, stateDir string, extra ...string) (*lockedBuffe
 	done := make(chan int, 1)
 	var out, errOut lockedBuffer
 	args := append([]string{"agent", "--sim", "h100x8", "--node-name", "n1", "--interval", "100ms",
-		"--kubeconfig", unreachableKubeconfig(t), "--state-dir", stateDir, "--pod-resources-socket", ""}, extra...)
+		"--kubeconfig", unreachableKubeconfig(t), "--state-dir", stateDir, "--pod-resources-socket", "", "--metrics-bind-address", "127.0.0.1:0"}, extra...)
 	go func() { done <- Execute(ctx, args, &out, &errOut) }()
 	code, stopped := 0, false
 	stop := func() int {

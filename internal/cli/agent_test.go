@@ -39,7 +39,7 @@ func TestTheAgentRetriesAnUnreachableAPIServerUntilStopped(t *testing.T) {
 	defer cancel()
 	var out, errOut bytes.Buffer
 	code := Execute(ctx, []string{"agent", "--node-name", "n1", "--sim", "h100x8", "--interval", "100ms",
-		"--kubeconfig", unreachableKubeconfig(t)}, &out, &errOut)
+		"--kubeconfig", unreachableKubeconfig(t), "--metrics-bind-address", "127.0.0.1:0"}, &out, &errOut)
 	r := result{code: code, stdout: out.String(), stderr: errOut.String()}
 	r.check(t, ExitOK, nil, []string{"publishing failed; retrying", "node=n1", `get node \"n1\"`})
 	if n := bytes.Count(errOut.Bytes(), []byte("publishing failed; retrying")); n < 2 {
@@ -81,7 +81,7 @@ func TestTheAgentServesTheDevicePluginWhenAsked(t *testing.T) {
 	var out, errOut bytes.Buffer
 	go func() {
 		done <- Execute(ctx, []string{"agent", "--node-name", "n1", "--sim", "h100x8", "--interval", "100ms",
-			"--kubeconfig", unreachableKubeconfig(t), "--device-plugin", "--device-plugin-dir", dir}, &out, &errOut)
+			"--kubeconfig", unreachableKubeconfig(t), "--device-plugin", "--device-plugin-dir", dir, "--metrics-bind-address", "127.0.0.1:0"}, &out, &errOut)
 	}()
 	sock := filepath.Join(dir, "gpunode-gpu.sock")
 	deadline := time.Now().Add(10 * time.Second)

@@ -242,3 +242,38 @@ func BenchmarkExporterRSS(b *testing.B) {
 		b.Fatal(err)
 	}
 }
+
+// The standalone exporter (no agent on the node) learns of a recovery as the agent does:
+// a reset its polls see (the pending row remap carried out), then a passing per-GPU check.
+func TestTheStandaloneExporterClearsAGPUAfterAResetItsPollsSee(t *testing.T) {
+	scenario := writeFile(t, t.TempDir(), "remap-then-reset.yaml", `apiVersion: gpunode.dev/sim/v1
+preset: h100x8
+faults:
+  - at: 1s
+    gpu: 4
+    type: row-remap-pending
+  - at: 3s
+    gpu: 4
+    type: gpu-reset
+`)
+	base, stop := startExporter(t, simExporter(t, scenario))
+	client := &http.Client{Timeout: 5 * time.Second}
+	gpu4 := func(state string) string { return `gpu="4",state="` + state + `"} 1` }
+	waitBody := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		body := ""
+		for time.Now().Before(deadline) {
+			if _, body = get(t, client, base+"/metrics"); strings.Contains(body, want) {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Fatalf("no %q on /metrics within 20 s:\n%s", want, body)
+	}
+	waitBody(gpu4("unhealthy"))
+	waitBody(gpu4("healthy"))
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
