@@ -17,10 +17,7 @@ import (
 const extrasValues = `
 agent:
   extraArgs: [--label-mapping=/etc/gpunode/labels.yaml]
-  extraEnv: [{name: GOMAXPROCS, value: "2"}]
-exporter:
-  extraArgs: [--interval=5s]
-  extraEnv: [{name: GOMEMLIMIT, valueFrom: {resourceFieldRef: {containerName: exporter, resource: limits.memory}}}]
+  extraEnv: [{name: GOMAXPROCS, value: "2"}, {name: GOMEMLIMIT, valueFrom: {resourceFieldRef: {containerName: agent, resource: limits.memory}}}]
 controller:
   extraArgs: [--remediation=false]
   extraEnv: [{name: GOMAXPROCS, value: "1"}]
@@ -45,8 +42,7 @@ var extraModes = []installMode{
 				lastArg string
 				env     string
 			}{
-				{container(ds, "agent"), "--label-mapping=/etc/gpunode/labels.yaml", "GOMAXPROCS"},
-				{container(ds, "exporter"), "--interval=5s", "GOMEMLIMIT"},
+				{container(ds, "agent"), "--label-mapping=/etc/gpunode/labels.yaml", "GOMEMLIMIT"},
 				{&d.Spec.Template.Spec.Containers[0], "--remediation=false", "GOMAXPROCS"},
 			} {
 				if got := tt.c.Args[len(tt.c.Args)-1]; got != tt.lastArg {
@@ -59,8 +55,8 @@ var extraModes = []installMode{
 					t.Errorf("container %s: the extra environment replaced the chart's own: %+v", tt.c.Name, tt.c.Env)
 				}
 			}
-			if ref := container(ds, "exporter").Env[len(container(ds, "exporter").Env)-1].ValueFrom; ref == nil || ref.ResourceFieldRef == nil {
-				t.Errorf("the exporter's extra environment lost its valueFrom: %+v", container(ds, "exporter").Env)
+			if ref := container(ds, "agent").Env[len(container(ds, "agent").Env)-1].ValueFrom; ref == nil || ref.ResourceFieldRef == nil {
+				t.Errorf("the agent's extra environment lost its valueFrom: %+v", container(ds, "agent").Env)
 			}
 		}},
 	{"a default policy from values is rendered as given", "defaultPolicy:\n  enabled: true\n  spec:" + indent(defaultPolicySpec, "    "),

@@ -22,11 +22,19 @@ type installMode struct {
 var installModes = slices.Concat(coreModes, simModes, extraModes)
 
 var coreModes = []installMode{
-	{"the defaults install the agent, the exporter, the controller and the admission policy for a pre-installed driver", ``,
+	{"the defaults install the agent serving the metrics, the controller and the admission policy for a pre-installed driver", ``,
 		func(t *testing.T, ms []manifest) {
 			ds := agentDaemonSet(t, ms)
-			if c := container(ds, "exporter"); c == nil || len(c.Ports) != 1 || c.Ports[0].ContainerPort != 9400 {
-				t.Errorf("the exporter container should serve on 9400: %+v", c)
+			if names := containerNames(ds); len(names) != 1 {
+				t.Errorf("containers %v: want the agent alone (it serves the metrics from its own engine)", names)
+			}
+			c := container(ds, "agent")
+			if len(c.Ports) != 1 || c.Ports[0].Name != "metrics" || c.Ports[0].ContainerPort != 9400 || !slices.Contains(c.Args, "--metrics-bind-address=:9400") {
+				t.Errorf("the agent should serve its metrics on 9400: ports %+v, args %v", c.Ports, c.Args)
+			}
+			if svc := find[*corev1.Service](ms, "Service", "gpunode-exporter"); svc == nil || len(svc.Spec.Ports) != 1 ||
+				svc.Spec.Ports[0].TargetPort.String() != "metrics" || svc.Spec.Selector["app.kubernetes.io/component"] != "agent" {
+				t.Errorf("the exporter Service should point at the agent pods' metrics port: %+v", svc)
 			}
 			if hasEnv(container(ds, "agent"), "GPUNODE_DRIVER_ROOT") {
 				t.Error("a pre-installed driver needs no driver root")
@@ -117,14 +125,27 @@ var coreModes = []installMode{
 				}
 			}
 		}},
-	{"without the exporter the pod has only the agent and no port 9400", "exporter: {enabled: false}",
+	{"without the exporter the agent serves no metrics and has no port 9400", "exporter: {enabled: false}",
 		func(t *testing.T, ms []manifest) {
 			ds := agentDaemonSet(t, ms)
-			if len(ds.Spec.Template.Spec.Containers) != 1 || container(ds, "agent") == nil {
-				t.Errorf("containers = %v, want only the agent", containerNames(ds))
+			c := container(ds, "agent")
+			if len(ds.Spec.Template.Spec.Containers) != 1 || c == nil {
+				t.Fatalf("containers = %v, want only the agent", containerNames(ds))
+			}
+			if len(c.Ports) != 0 || !slices.Contains(c.Args, "--metrics-bind-address=0") {
+				t.Errorf("ports %+v, args %v: want no port and --metrics-bind-address=0", c.Ports, c.Args)
 			}
 			if slices.Contains(kinds(ms), "Service/gpunode-exporter") {
 				t.Error("the exporter's Service is rendered without the exporter")
+			}
+		}},
+	{"a metrics port of its own moves the flag, the container port and the Service together", "exporter: {port: 9500}",
+		func(t *testing.T, ms []manifest) {
+			c := container(agentDaemonSet(t, ms), "agent")
+			svc := find[*corev1.Service](ms, "Service", "gpunode-exporter")
+			if !slices.Contains(c.Args, "--metrics-bind-address=:9500") || len(c.Ports) != 1 || c.Ports[0].ContainerPort != 9500 ||
+				svc == nil || svc.Spec.Ports[0].Port != 9500 {
+				t.Errorf("args %v, ports %+v, service %+v: want 9500 everywhere", c.Args, c.Ports, svc)
 			}
 		}},
 	{"an agent that may not be privileged drops every capability and leaves the kernel log alone", "agent: {privileged: false}",
@@ -139,12 +160,12 @@ var coreModes = []installMode{
 					t.Errorf("container %s mounts /dev/kmsg, which it cannot open unprivileged", c.Name)
 				}
 			}
-			if !slices.Contains(container(ds, "exporter").Args, "--kernel-log=none") {
-				t.Errorf("the exporter should not follow the kernel log: %v", container(ds, "exporter").Args)
+			if !slices.Contains(container(ds, "agent").Args, "--kernel-log=none") {
+				t.Errorf("the agent should not follow the kernel log: %v", container(ds, "agent").Args)
 			}
 		}},
 	{"the controller alone renders no DaemonSet, no agent RBAC and no admission policy",
-		"agent: {enabled: false}\nexporter: {enabled: false}",
+		"agent: {enabled: false}",
 		func(t *testing.T, ms []manifest) {
 			for _, m := range ms {
 				if m.u.GetKind() == "DaemonSet" || strings.Contains(m.u.GetName(), "agent") {

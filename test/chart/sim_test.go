@@ -28,7 +28,7 @@ var simScenarioValues = func() string {
 	return "agent:\n  simScenario: |\n    " + strings.ReplaceAll(strings.TrimSpace(string(b)), "\n", "\n    ") + "\n"
 }()
 
-// simModes run the agent and the exporter on simulated GPUs (--sim), on a cluster that may
+// simModes run the agent on simulated GPUs (--sim), on a cluster that may
 // have neither GPUs nor the NVIDIA container runtime.
 var simModes = []installMode{
 	{"simulated GPUs from a preset need neither the NVIDIA runtime nor the host's kernel log",
@@ -55,7 +55,7 @@ var simModes = []installMode{
 				t.Errorf("args %v, mounts %+v: want the real host's root read-only at /host", c.Args, c.VolumeMounts)
 			}
 		}},
-	{"simulated GPUs from a scenario read it from a ConfigMap mounted into the agent and the exporter",
+	{"simulated GPUs from a scenario read it from a ConfigMap mounted into the agent",
 		simScenarioValues,
 		func(t *testing.T, ms []manifest) {
 			ds := agentDaemonSet(t, ms)
@@ -67,7 +67,7 @@ var simModes = []installMode{
 			if _, err := sim.Parse("scenario.yaml", []byte(cm.Data["scenario.yaml"])); err != nil {
 				t.Errorf("the simulator refuses the rendered scenario: %v\n%s", err, cm.Data["scenario.yaml"])
 			}
-			for _, name := range []string{"agent", "exporter"} {
+			for _, name := range []string{"agent"} {
 				c := container(ds, name)
 				if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
 					return m.Name == "sim-scenario" && m.ReadOnly && m.MountPath == filepath.Dir(simScenarioPath)
@@ -81,7 +81,7 @@ var simModes = []installMode{
 		}},
 }
 
-// checkSimulated checks that the agent and the exporter run on the simulated GPUs of
+// checkSimulated checks that the agent (the pod's one container) runs on the simulated GPUs of
 // presetOrFile, with the simulator's own kernel log, without the NVIDIA runtime.
 func checkSimulated(t *testing.T, ds *appsv1.DaemonSet, presetOrFile string) {
 	t.Helper()
@@ -92,7 +92,10 @@ func checkSimulated(t *testing.T, ds *appsv1.DaemonSet, presetOrFile string) {
 	if slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == "kmsg" }) {
 		t.Error("the host's /dev/kmsg is mounted for simulated GPUs")
 	}
-	for _, name := range []string{"agent", "exporter"} {
+	if names := containerNames(ds); len(names) != 1 {
+		t.Errorf("containers %v: want the agent alone", names)
+	}
+	for _, name := range []string{"agent"} {
 		c := container(ds, name)
 		if c == nil {
 			t.Fatalf("no %s container among %v", name, containerNames(ds))
@@ -100,7 +103,7 @@ func checkSimulated(t *testing.T, ds *appsv1.DaemonSet, presetOrFile string) {
 		if got := flagValue(t, c, "sim"); got != presetOrFile {
 			t.Errorf("container %s: --sim %q, want %q (args %v)", name, got, presetOrFile, c.Args)
 		}
-		// The agent and the exporter follow the simulator's kernel log only while
+		// The agent follows the simulator's kernel log only while
 		// --kernel-log keeps its default (/dev/kmsg); "none" would turn it off.
 		if got, def := flagValue(t, c, "kernel-log"), flagDefault(t, c, "kernel-log"); got != def {
 			t.Errorf("container %s: --kernel-log=%s, want the default %s (the simulated kernel log)", name, got, def)
@@ -114,7 +117,7 @@ func checkSimulated(t *testing.T, ds *appsv1.DaemonSet, presetOrFile string) {
 
 func TestRealGPUsAreTheDefault(t *testing.T) {
 	ds := agentDaemonSet(t, render(t, ""))
-	for _, name := range []string{"agent", "exporter"} {
+	for _, name := range []string{"agent"} {
 		c := container(ds, name)
 		if got := flagValue(t, c, "sim"); got != "" {
 			t.Errorf("container %s runs on simulated GPUs (--sim %s) by default", name, got)

@@ -106,6 +106,7 @@ func TestTheValuesSchemaRefusesValuesThatWouldInstallSomethingBroken(t *testing.
 	c := loadChart(t)
 	tests := []struct{ name, values, want string }{
 		{"a port that is not a number is refused", "exporter: {port: nine}", "port"},
+		{"resources of the exporter container, which is gone (the agent serves the metrics), are refused", "exporter: {resources: {limits: {memory: 1Gi}}}", "resources"},
 		{"a driver mode that is not a boolean is refused", "driver: {managed: \"yes\"}", "managed"},
 		{"a misspelt value is refused rather than ignored", "agent: {privilegd: false}", "privilegd"},
 		{"a pull policy Kubernetes does not know is refused", "image: {pullPolicy: Sometimes}", "pullPolicy"},
@@ -119,7 +120,7 @@ func TestTheValuesSchemaRefusesValuesThatWouldInstallSomethingBroken(t *testing.
 		{"a preset and a scenario at once are refused", "agent: {sim: h100x8, simScenario: \"preset: h100x8\"}", "agent.sim and agent.simScenario: set one, not both"},
 		{"a simulated host that is neither simulated nor real is refused", "agent: {sim: h100x8, simHost: fake}", "at '/agent/simHost'"},
 		{"extra arguments given as one string are refused", "controller: {extraArgs: \"--remediation=false\"}", "at '/controller/extraArgs'"},
-		{"an extra environment variable without a name is refused", "exporter: {extraEnv: [{value: \"1\"}]}", "at '/exporter/extraEnv/0'"},
+		{"an extra environment variable without a name is refused", "agent: {extraEnv: [{value: \"1\"}]}", "at '/agent/extraEnv/0'"},
 		{"a default policy whose spec is not an object is refused", "defaultPolicy: {enabled: true, spec: [priority]}", "at '/defaultPolicy/spec'"},
 		{"a default policy without a name is refused", "defaultPolicy: {enabled: true, name: \"\"}", "at '/defaultPolicy/name'"},
 	}

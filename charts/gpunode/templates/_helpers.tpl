@@ -40,9 +40,9 @@ app.kubernetes.io/component: controller
 {{- end -}}
 
 {{/*
-The agent's and the exporter's security context. Both run as root (uid 0): the kubelet's
+The agent's security context. It runs as root (uid 0): the kubelet's
 pod-resources socket and the host's state folder are root's, and host files are read as root.
-privileged (agent.privileged, the default) is what lets them open /dev/kmsg: Kubernetes allows
+privileged (agent.privileged, the default) is what lets it open /dev/kmsg: Kubernetes allows
 a host device node in a container's device cgroup only for a privileged container, and
 reading /dev/kmsg needs CAP_SYSLOG when kernel.dmesg_restrict=1. Without it every capability
 is dropped and the kernel log is not followed.
@@ -62,7 +62,7 @@ seccompProfile:
 {{- end }}
 {{- end -}}
 
-{{/* Mounts the agent and the exporter share. */}}
+{{/* The agent's mounts of the pod-resources socket, the kernel log and the scenario. */}}
 {{- define "gpunode.commonMounts" -}}
 # Scratch space: the root filesystem is read-only.
 - name: tmp
@@ -90,7 +90,7 @@ seccompProfile:
 {{- end -}}
 
 {{/*
-The agent's and the exporter's --sim: the preset (agent.sim), the mounted scenario
+The agent's --sim: the preset (agent.sim), the mounted scenario
 (agent.simScenario, from the ConfigMap <release>-agent-sim), or "" for real GPUs.
 */}}
 {{- define "gpunode.sim" -}}
