@@ -31,12 +31,13 @@ func TestTheChartOnARealCluster(t *testing.T) {
 		{"a new GPU node is held, then accepted and released", heldThenReleased},
 		{"the device plugin registers and the kubelet allocates the GPUs times replicas", devicePluginRegistered},
 		{"a pod asking for one GPU runs with its device injected by the envvar strategy", gpuPodEnvvar},
-		{"the pod shows in the GPUNode status and in the exporter's series", podAttribution},
+		{"the pod shows in the GPUNode status and in the agent's metrics", podAttribution},
 		{"kubectl get and describe take one GPUNode by name", getAndDescribeByName},
 		{"a kubelet restart makes the device plugin register again", kubeletRestart},
 		{"a deleted agent pod comes back and the node stays in service", agentPodDeleted},
 		{"a node whose agent is gone is held agent-lost and released when it is back", agentLost},
 		{"helm upgrade to cdi-cri injects the device through CDI", upgradeToCDI},
+		{"a GPU reset by the ladder clears the unhealthy series on the agent's metrics without a restart", gpuResetClearsTheUnhealthySeries},
 		{"a fault holds the only node and a new controller pod still schedules on it", faultHoldsTheOnlyNode},
 		{"the agent's host facts are the node's, not its container's", hostFactsFromTheNode},
 		{"helm uninstall removes the release and leaves the CRDs and the node's objects", uninstallAsDocumented},
@@ -139,9 +140,8 @@ func podAttribution(t *testing.T) {
 		return false, fmt.Sprintf("gpuHealth pods: %v", podsOf(gn))
 	})
 	pod := agentPod(t)
-	waitFor(t, "the exporter's DCGM series labelled with the pod", settle, func() (bool, string) {
-		out, err := inCluster(t.Context(), "kubectl", "get", "--raw",
-			"/api/v1/namespaces/"+namespace+"/pods/"+pod.Name+":9400/proxy/metrics")
+	waitFor(t, "the agent's DCGM series labelled with the pod", settle, func() (bool, string) {
+		out, err := agentMetrics(t, pod.Name)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -152,15 +152,15 @@ func podAttribution(t *testing.T) {
 		}
 		return false, "no DCGM_FI_DEV_GPU_TEMP series with pod=\"gpu-envvar\""
 	})
-	// The acceptance series come from the run the agent made (its records in the state
-	// folder the exporter reads), not from a folder nothing writes.
-	out, err := inCluster(t.Context(), "kubectl", "get", "--raw", "/api/v1/namespaces/"+namespace+"/pods/"+pod.Name+":9400/proxy/metrics")
+	// The acceptance series come from the run the agent made (its records in its state
+	// folder), not from a folder nothing writes.
+	out, err := agentMetrics(t, pod.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{`gpunode_collector_success{collector="acceptance"} 1`, `gpunode_acceptance_last_result{result="passed"} 1`} {
 		if !slices.Contains(trimLines(out), want) {
-			t.Errorf("the exporter does not serve %s", want)
+			t.Errorf("the agent's metrics lack %s", want)
 		}
 	}
 }
