@@ -109,7 +109,7 @@ type Config struct {
 	// reboot's answer cannot be written after the boot.
 	Journal Journal
 	// Records keeps the record of each acceptance run on the node (a *record.Store in
-	// <state-dir>/records), where the exporter reads the newest result; nil: not kept.
+	// <state-dir>/records), whose newest result the agent's /metrics serves; nil: not kept.
 	Records RecordStore
 }
 

@@ -19,7 +19,7 @@ type healthOptions struct {
 }
 
 // defaultHealthAddr is the agent's probe address: the controller's is :8081 and the
-// exporter's metrics :9400 (the exporter shares the agent's pod network).
+// metrics :9400 (--metrics-bind-address).
 const defaultHealthAddr = ":8082"
 
 func (o *healthOptions) addFlags(fs *pflag.FlagSet) {

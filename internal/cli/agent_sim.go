@@ -40,7 +40,7 @@ func (o *simControlOptions) serve(ctx context.Context, plat *platform.Platform, 
 	}
 	path := strings.ReplaceAll(o.socket, "{state-dir}", stateDir)
 	ctx, cancel := context.WithCancel(ctx)
-	s, _, err := plat.ListenSimControl(ctx, path, node, log)
+	s, err := plat.ListenSimControl(ctx, path, node, log)
 	if err != nil {
 		cancel()
 		log.Warn("simulated GPUs: no fault-injection socket", "err", err)

@@ -89,9 +89,6 @@ func Open(o Options) (*Platform, error) {
 	return &Platform{Backend: b, sim: b, o: o}, nil
 }
 
-// FromSim is the platform of simulated GPUs already loaded (tests).
-func FromSim(b *sim.Backend, o Options) *Platform { return &Platform{Backend: b, sim: b, o: o} }
-
 // Close releases the GPU backend. It is safe to call more than once.
 func (p *Platform) Close() error { return p.Backend.Close() }
 

@@ -2,6 +2,7 @@ package platform
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 
 	"github.com/gpunode/gpunode/internal/gpu"
@@ -34,11 +35,10 @@ func (p *Platform) Steps(c Commands) Steps {
 }
 
 // ListenSimControl opens the fault-injection socket of the simulated GPUs at path, for
-// 'gpunode sim inject NODE --socket PATH'; false on real GPUs (nothing to inject into).
-func (p *Platform) ListenSimControl(ctx context.Context, path, node string, log *slog.Logger) (*simfleet.ControlServer, bool, error) {
+// 'gpunode sim inject NODE --socket PATH'; real GPUs take no injected faults.
+func (p *Platform) ListenSimControl(ctx context.Context, path, node string, log *slog.Logger) (*simfleet.ControlServer, error) {
 	if p.sim == nil {
-		return nil, false, nil
+		return nil, errors.New("fault injection: the GPUs are not simulated")
 	}
-	s, err := simfleet.ListenControl(ctx, path, simfleet.Node{Name: node, Backend: p.sim, Log: log})
-	return s, true, err
+	return simfleet.ListenControl(ctx, path, simfleet.Node{Name: node, Backend: p.sim, Log: log})
 }
