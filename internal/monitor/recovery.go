@@ -25,8 +25,8 @@ import (
 // An XID that leaves none of these traces (a GSP timeout alone) cannot be seen to recover:
 // its GPU stays as it is until the agent records a recovery or the process restarts.
 
-// RecoverySeen is a recovery one poll observed on one GPU.
-type RecoverySeen struct {
+// recoverySeen is a recovery one poll observed on one GPU.
+type recoverySeen struct {
 	UUID string
 	Kind health.RecoveryKind
 	// Why is what showed it, for the log.
@@ -35,18 +35,18 @@ type RecoverySeen struct {
 
 // recoveriesSeen compares two consecutive snapshots (rebooted: the boot ID changed between
 // them) and returns the recoveries they show, by GPU index.
-func recoveriesSeen(prev, cur *gpu.Snapshot, rebooted bool) []RecoverySeen {
+func recoveriesSeen(prev, cur *gpu.Snapshot, rebooted bool) []recoverySeen {
 	if prev == nil || cur == nil {
 		return nil
 	}
-	var out []RecoverySeen
+	var out []recoverySeen
 	for i := range cur.Devices {
 		d := &cur.Devices[i]
 		if d.UUID == "" {
 			continue
 		}
 		if rebooted {
-			out = append(out, RecoverySeen{UUID: d.UUID, Kind: health.RecoveryNodeReboot, Why: "the node's boot ID changed"})
+			out = append(out, recoverySeen{UUID: d.UUID, Kind: health.RecoveryNodeReboot, Why: "the node's boot ID changed"})
 			continue
 		}
 		j := slices.IndexFunc(prev.Devices, func(p gpu.Device) bool { return p.UUID == d.UUID })
@@ -54,7 +54,7 @@ func recoveriesSeen(prev, cur *gpu.Snapshot, rebooted bool) []RecoverySeen {
 			continue
 		}
 		if why := resetTrace(&prev.Devices[j], d); why != "" {
-			out = append(out, RecoverySeen{UUID: d.UUID, Kind: health.RecoveryGPUReset, Why: why})
+			out = append(out, recoverySeen{UUID: d.UUID, Kind: health.RecoveryGPUReset, Why: why})
 		}
 	}
 	return out
