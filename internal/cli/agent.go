@@ -129,7 +129,7 @@ func runAgent(ctx context.Context, o *agentOptions, errOut io.Writer) error {
 		return err
 	}
 	defer func() { _ = backend.Close() }()
-	log := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	log := namedLogger("agent")
 	var health *deviceplugin.MonitorSource
 	var a *agent.Agent
 	var sharing deviceplugin.Sharing

@@ -95,7 +95,7 @@ func runExporter(ctx context.Context, o *exporterOptions, out io.Writer, ready f
 	if !ok {
 		return fmt.Errorf("the %s GPU backend has no telemetry", backend.Name())
 	}
-	log := slog.Default()
+	log := namedLogger("exporter")
 
 	var wg sync.WaitGroup
 	defer wg.Wait() // runs after cancel: every goroutine below has stopped when this returns
