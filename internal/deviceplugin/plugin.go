@@ -101,6 +101,7 @@ func NewAll(ctx context.Context, cfg Config) ([]*Plugin, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
+	cfg.Log = cfg.Log.With("logger", "deviceplugin")
 	snap, err := cfg.Backend.Snapshot(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("device plugin: discover GPUs through %s: %w", cfg.Backend.Name(), err)
