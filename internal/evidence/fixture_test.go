@@ -81,3 +81,16 @@ func fixture(t testing.TB) Contents {
 		Errors: map[string]string{"pods": "pod-resources socket: connection refused"},
 	}
 }
+
+// kernelLog is a KernelSource of fixed records, as the agent's follower would hand them.
+type kernelLog []KernelRecord
+
+func (k kernelLog) Records(ctx context.Context, w Window) ([]KernelRecord, error) {
+	var out []KernelRecord
+	for _, r := range k {
+		if w.Contains(r.Time) {
+			out = append(out, r)
+		}
+	}
+	return out, ctx.Err()
+}
