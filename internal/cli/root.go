@@ -48,6 +48,7 @@ Exit codes: 0 ok/passed, 1 failed, 2 bad usage or bad input.`,
 	root.AddCommand(newReleaseCommand())
 	root.AddCommand(newResumeCommand())
 	root.AddCommand(newSimCommand())
+	root.AddCommand(newEvidenceCommand())
 	return root
 }
 

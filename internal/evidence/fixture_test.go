@@ -3,6 +3,7 @@ package evidence
 import (
 	"context"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -93,4 +94,22 @@ func (k kernelLog) Records(ctx context.Context, w Window) ([]KernelRecord, error
 		}
 	}
 	return out, ctx.Err()
+}
+
+// open verifies the bundle at path and returns its files.
+func open(t *testing.T, path string) Bundle {
+	t.Helper()
+	if _, err := Verify(path); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	b, err := ReadBundle(f, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
