@@ -39,19 +39,14 @@ func (g GPURef) IDs() string {
 	return strings.Join(ids, ", ")
 }
 
+// String is "GPU 2 (GPU-…, 00000000:3A:00.0)".
 func (g GPURef) String() string {
 	s := fmt.Sprintf("GPU %d", g.Index)
 	if g.Index < 0 {
 		s = "GPU"
 	}
-	var ids []string
-	for _, id := range []string{g.UUID, g.BusID} {
-		if id != "" {
-			ids = append(ids, id)
-		}
-	}
-	if len(ids) > 0 {
-		s += " (" + strings.Join(ids, ", ") + ")"
+	if ids := g.IDs(); ids != "" {
+		s += " (" + ids + ")"
 	}
 	return s
 }
