@@ -33,6 +33,23 @@ go vet ./...
 echo "== golangci-lint (pinned in go.mod as a tool)"
 go tool golangci-lint run ./...
 
+echo "== dead code (golang.org/x/tools/cmd/deadcode from cmd/gpunode, pinned in go.mod as a tool)"
+# Every function the binary cannot reach fails the check unless hack/deadcode-allow.txt names
+# it with a reason; an entry there that is reachable again (or gone) fails it too.
+module=$(go list -m)
+dead=$(go tool deadcode -f '{{range .Funcs}}{{$.Path}}.{{.Name}}{{"\n"}}{{end}}' ./cmd/gpunode | sed "s|^$module/||" | sort -u)
+allowed=$(sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e '/^$/d' hack/deadcode-allow.txt | sort -u)
+unexpected=$(comm -23 <(echo "$dead") <(echo "$allowed") | sed '/^$/d')
+stale=$(comm -13 <(echo "$dead") <(echo "$allowed") | sed '/^$/d')
+if [[ -n "$unexpected" ]]; then
+  echo "functions the binary never reaches (delete them, wire them, or add them to hack/deadcode-allow.txt with why):"
+  echo "$unexpected"; exit 1
+fi
+if [[ -n "$stale" ]]; then
+  echo "hack/deadcode-allow.txt names functions that are no longer dead code (remove them there):"
+  echo "$stale"; exit 1
+fi
+
 echo "== go build (CGO_ENABLED=1: the NVML adapter dlopens libnvidia-ml.so.1 at run time)"
 CGO_ENABLED=1 go build -o /dev/null ./cmd/gpunode
 

@@ -6,7 +6,6 @@
 package baseline
 
 import (
-	"fmt"
 	"strings"
 	"unicode"
 )
@@ -127,17 +126,4 @@ type Row struct {
 	HBMPeakGBps, FP32PeakTFLOPs, FP64PeakTFLOPs float64
 	// Reference cites the datasheet.
 	Reference string
-}
-
-// Validate reports a row that cannot serve as a baseline.
-func (r Row) Validate() error {
-	if r.Model == "" || len(r.Names) == 0 {
-		return fmt.Errorf("baseline row %q: needs a model and at least one driver name", r.Model)
-	}
-	for _, v := range []float64{r.HBMPeakGBps, r.FP32PeakTFLOPs, r.FP64PeakTFLOPs} {
-		if v < 0 {
-			return fmt.Errorf("baseline row %q: negative value %g", r.Model, v)
-		}
-	}
-	return nil
 }

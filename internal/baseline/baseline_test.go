@@ -83,8 +83,8 @@ func TestBuiltInLookup(t *testing.T) {
 func TestBuiltInRowsAreValidAndDistinct(t *testing.T) {
 	seen := map[string]string{}
 	for _, r := range builtinRows {
-		if err := r.Validate(); err != nil {
-			t.Error(err)
+		if r.Model == "" || len(r.Names) == 0 {
+			t.Errorf("row %q needs a model and at least one driver name", r.Model)
 		}
 		if r.HBMPeakGBps == 0 || r.FP32PeakTFLOPs == 0 || r.FP64PeakTFLOPs == 0 || r.Reference == "" {
 			t.Errorf("row %q lacks a datasheet value or its reference", r.Model)
@@ -111,25 +111,6 @@ func TestSimPresetModelsHaveABaseline(t *testing.T) {
 				t.Errorf("%q: no %s baseline", model, m)
 			}
 		}
-	}
-}
-
-func TestRowValidate(t *testing.T) {
-	cases := []struct {
-		name string
-		row  Row
-		ok   bool
-	}{
-		{"a row with a model, a name and values is valid", Row{Model: "X", Names: []string{"X"}, HBMPeakGBps: 1}, true},
-		{"a row without driver names is refused", Row{Model: "X", HBMPeakGBps: 1}, false},
-		{"a row with a negative peak is refused", Row{Model: "X", Names: []string{"X"}, FP32PeakTFLOPs: -1}, false},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			if err := c.row.Validate(); (err == nil) != c.ok {
-				t.Errorf("Validate() = %v, want ok %v", err, c.ok)
-			}
-		})
 	}
 }
 

@@ -64,7 +64,7 @@ func (k *Keeper) Sync(snap *gpu.Snapshot) (bool, error) {
 	}
 	k.written = key
 	if k.Log != nil {
-		k.Log.Info("cdi spec written", "path", path, "gpus", len(devs), "mounts", len(s.ContainerEdits.Mounts))
+		k.Log.Info("cdi spec written", "logger", "cdispec", "path", path, "gpus", len(devs), "mounts", len(s.ContainerEdits.Mounts))
 	}
 	return true, nil
 }
@@ -92,7 +92,7 @@ func (k *Keeper) Run(ctx context.Context, b gpu.Backend, interval time.Duration)
 			return nil
 		case <-t.C:
 			if err := sync(); err != nil && k.Log != nil {
-				k.Log.Warn("cdi spec not updated; retrying", "err", err)
+				k.Log.Warn("cdi spec not updated; retrying", "logger", "cdispec", "err", err)
 			}
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -86,7 +85,7 @@ The node name comes from --node-name or $NODE_NAME (the downward API's spec.node
   gpunode agent --node-name gpu-1 --kubeconfig ~/.kube/config --sim h100x8 --interval 5s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runAgent(cmd.Context(), o, cmd.ErrOrStderr())
+			return runAgent(cmd.Context(), o)
 		},
 	}
 	fs := cmd.Flags()
@@ -103,7 +102,7 @@ The node name comes from --node-name or $NODE_NAME (the downward API's spec.node
 	return cmd
 }
 
-func runAgent(ctx context.Context, o *agentOptions, errOut io.Writer) error {
+func runAgent(ctx context.Context, o *agentOptions) error {
 	if o.interval <= 0 {
 		return usageErrorf("--interval %s: must be positive", o.interval)
 	}
@@ -138,7 +137,7 @@ func runAgent(ctx context.Context, o *agentOptions, errOut io.Writer) error {
 	}
 	defer func() { _ = plat.Close() }()
 	backend := plat.Backend
-	log := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	log := namedLogger("agent")
 	var health *deviceplugin.MonitorSource
 	var a *agent.Agent
 	var sharing deviceplugin.Sharing

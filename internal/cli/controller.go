@@ -3,14 +3,13 @@ package cli
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -63,7 +62,7 @@ With --leader-elect (the default) only the replica holding the Lease
   gpunode controller --kubeconfig ~/.kube/config --leader-elect=false`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runController(cmd.Context(), o, cmd.ErrOrStderr())
+			return runController(cmd.Context(), o)
 		},
 	}
 	fs := cmd.Flags()
@@ -96,7 +95,7 @@ func restConfig(path string) (*rest.Config, error) {
 	return cfg, nil
 }
 
-func runController(ctx context.Context, o *controllerOptions, stderr io.Writer) error {
+func runController(ctx context.Context, o *controllerOptions) error {
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return err
@@ -105,7 +104,11 @@ func runController(ctx context.Context, o *controllerOptions, stderr io.Writer) 
 		return usageErrorf("--kube-api-qps and --kube-api-burst must be positive")
 	}
 	cfg.QPS, cfg.Burst = o.qps, o.burst
-	ctrl.SetLogger(logr.FromSlogHandler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	// controller-runtime's logs and client-go's (klog: leader election) go through the
+	// process's handler, so --log-format json gives JSON lines only.
+	logger := logr.FromSlogHandler(namedLogger("controller").Handler())
+	ctrl.SetLogger(logger)
+	klog.SetLogger(logger.WithName("client-go"))
 	scheme, err := acceptance.Scheme()
 	if err != nil {
 		return err

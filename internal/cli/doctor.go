@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gpunode/gpunode/internal/doctor"
 	"github.com/gpunode/gpunode/internal/host"
@@ -19,6 +20,7 @@ import (
 type doctorOptions struct {
 	facts      factOptions
 	json       bool
+	output     string
 	metricsURL string
 	kubeletDir string
 }
@@ -32,18 +34,28 @@ func newDoctorCommand() *cobra.Command {
 higher layer is almost always caused by a lower one, so doctor stops at the first broken
 layer and says the most likely cause and the fix.
 
-  1 driver                     nvidia module loaded (else: Secure Boot and module signing,
+  1 driver and GPUs            nvidia module loaded (else: Secure Boot and module signing,
                                kernel mismatch, nouveau, load errors in the kernel log),
-                               /proc/driver/nvidia/version, /dev/nvidia*, NVML answers
+                               /proc/driver/nvidia/version, /dev/nvidia*, NVML answers;
+                               then every GPU by the health monitor's rules: a lost GPU, a
+                               pending row remap or page retirement, an XID since boot that
+                               the catalog says needs a GPU reset or more is a broken GPU
+                               (named by index, UUID and bus ID, with what to do next)
   2 container toolkit and CDI  containerd has the nvidia runtime or CDI, the runtime binary
                                exists, CDI specs valid and not stale
   3 device plugin              the kubelet's registration socket, a GPU device plugin
                                registered, the pod-resources socket
   4 telemetry                  a metrics endpoint serves DCGM_FI_DEV_* GPU metrics
 
-Exit codes: 0 no layer broken, 1 a layer is broken, 2 bad usage.`,
+A broken GPU breaks layer 1 without stopping the walk (the driver and the other GPUs
+still work); any other broken probe stops it.
+
+-o json and -o yaml print the report (schema gpunode.dev/doctor/v1, docs/doctor.md).
+
+Exit codes: 0 no layer broken (warnings allowed), 1 a layer is broken, 2 bad usage.`,
 		Example: `  gpunode doctor
-  gpunode doctor --json | jq .verdict
+  gpunode doctor -o json | jq .verdict
+  gpunode doctor --sim examples/scenarios/h100x8-xid79.yaml --sim-elapsed 1m
   gpunode doctor --host-root /host --metrics-url http://127.0.0.1:9400/metrics`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -52,26 +64,48 @@ Exit codes: 0 no layer broken, 1 a layer is broken, 2 bad usage.`,
 	}
 	fs := cmd.Flags()
 	o.facts.addFlags(fs)
-	fs.BoolVar(&o.json, "json", false, "print JSON")
+	fs.StringVarP(&o.output, "output", "o", "text", "output format: text, json or yaml")
+	fs.BoolVar(&o.json, "json", false, "print JSON (the same as -o json)")
 	fs.StringVar(&o.metricsURL, "metrics-url", "http://127.0.0.1:9400/metrics", "metrics endpoint to probe for GPU metrics (\"\" to skip; not probed with --sim)")
 	fs.StringVar(&o.kubeletDir, "kubelet-dir", host.DefaultKubeletRoot, "the kubelet's root folder on the host")
 	return cmd
 }
 
 func runDoctor(ctx context.Context, o *doctorOptions, out io.Writer) error {
+	format := o.output
+	if o.json {
+		if format != "text" && format != "json" {
+			return usageErrorf("--json and -o %s: choose one", format)
+		}
+		format = "json"
+	}
+	if format != "text" && format != "json" && format != "yaml" {
+		return usageErrorf("-o/--output %q: must be text, json or yaml", o.output)
+	}
 	f, err := gatherDoctor(ctx, o)
 	if err != nil {
 		return err
 	}
 	rep := doctor.Diagnose(*f)
-	if o.json {
+	switch format {
+	case "json":
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(rep); err != nil {
+			return fmt.Errorf("write the report: %w", err)
+		}
+	case "yaml":
+		b, err := yaml.Marshal(rep)
+		if err != nil {
+			return fmt.Errorf("encode the report: %w", err)
+		}
+		if _, err := out.Write(b); err != nil {
+			return fmt.Errorf("write the report: %w", err)
+		}
+	default:
+		if err := doctorText(out, rep); err != nil {
 			return err
 		}
-	} else if err := doctorText(out, rep); err != nil {
-		return err
 	}
 	if rep.BrokenLayer != 0 {
 		return silentFailure
@@ -90,7 +124,7 @@ func gatherDoctor(ctx context.Context, o *doctorOptions) (*doctor.Facts, error) 
 	af := g.Facts
 	f := &doctor.Facts{NVMLErr: af.GPUErr, Host: af.Host, HostErr: af.HostErr}
 	if af.GPU != nil {
-		f.GPUs = len(af.GPU.Devices)
+		f.GPUs, f.Snapshot = len(af.GPU.Devices), af.GPU
 	}
 	root := g.Root
 	if root == nil {
@@ -107,7 +141,7 @@ func gatherDoctor(ctx context.Context, o *doctorOptions) (*doctor.Facts, error) 
 			}
 		}
 	}
-	f.KernelLog, f.KernelLogErr = g.Kernel, g.KernelErr
+	f.KernelLog, f.KernelLogErr, f.XIDs = g.Kernel, g.KernelErr, af.XIDs
 	if af.Host != nil && af.Host.Containerd.Config != nil {
 		f.RuntimeBinaryExists = map[string]bool{}
 		for _, r := range af.Host.Containerd.Config.Runtimes {
@@ -170,8 +204,17 @@ func doctorText(out io.Writer, rep doctor.Report) error {
 	w := &errWriter{w: out}
 	w.printf("%-30s %-28s %-8s %s\n", "LAYER", "PROBE", "STATUS", "DETAIL")
 	for _, p := range rep.Probes {
-		w.printf("%-30s %-28s %-8s %s\n", fmt.Sprintf("%d %s", p.Layer, doctor.LayerName(p.Layer)), p.Name, strings.ToUpper(string(p.Status)), p.Detail)
-		if p.Status == doctor.Warn && p.Fix != "" {
+		detail := p.Detail
+		if p.GPU != nil {
+			detail = p.GPU.IDs()
+		}
+		w.printf("%-30s %-28s %-8s %s\n", fmt.Sprintf("%d %s", p.Layer, doctor.LayerName(p.Layer)), p.Name, strings.ToUpper(string(p.Status)), detail)
+		if p.GPU != nil {
+			for _, f := range p.Findings {
+				w.printf("%-30s %-28s %-8s %s: %s\n", "", "", "", f.Cause, f.Summary)
+			}
+		}
+		if p.Fix != "" && (p.Status == doctor.Warn || p.GPU != nil) {
 			w.printf("%-30s %-28s %-8s fix: %s\n", "", "", "", p.Fix)
 		}
 	}

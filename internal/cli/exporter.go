@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"sync"
@@ -82,7 +81,7 @@ func runExporter(ctx context.Context, o *exporterOptions, out io.Writer, ready f
 		return err
 	}
 	defer func() { _ = plat.Close() }()
-	log := slog.Default()
+	log := namedLogger("exporter")
 
 	var wg sync.WaitGroup
 	defer wg.Wait() // runs after cancel: every goroutine below has stopped when this returns

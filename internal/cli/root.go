@@ -25,16 +25,30 @@ writes an acceptance record (JSON and Markdown) that says what was checked and w
 On a GPU node it talks to the NVIDIA driver (NVML); anywhere else, --sim runs the same
 commands on simulated GPUs (presets a100x8, h100x8, h200x8, b200x8, h200x1, or a scenario file).
 
+Every command takes --log-level (debug, info, warn, error) and --log-format (text, json)
+for its logs on stderr; each line names the part it comes from (logger=agent.monitor).
+
 Exit codes: 0 ok/passed, 1 failed, 2 bad usage or bad input.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	logs := &logOptions{}
+	logs.addFlags(root.PersistentFlags())
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		l, err := logs.logger(cmd, cmd.ErrOrStderr())
+		if err != nil {
+			return err
+		}
+		slog.SetDefault(l)
+		return nil
+	}
 	root.AddCommand(newVersionCommand(), newInventoryCommand(), newAcceptCommand(), newDoctorCommand(), newMonitorCommand(), newXIDCommand(), newExporterCommand(), newControllerCommand(), newAgentCommand(), newStressCommand())
 	root.AddCommand(newExplainCommand())
 	root.AddCommand(newReleaseCommand())
 	root.AddCommand(newResumeCommand())
 	root.AddCommand(newSimCommand())
+	root.AddCommand(newEvidenceCommand())
 	return root
 }
 

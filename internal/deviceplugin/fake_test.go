@@ -145,11 +145,15 @@ func startPluginWith(t *testing.T, strategy Strategy, backend gpu.Backend, healt
 		t.Fatalf("sim snapshot: %v", err)
 	}
 	h := &harness{kubelet: startKubelet(t, dir), devices: snap.Devices}
-	h.plugin, err = New(t.Context(), Config{Backend: backend, Health: health, Strategy: strategy,
+	plugins, err := NewAll(t.Context(), Config{Backend: backend, Health: health, Strategy: strategy,
 		Dir: dir, PollInterval: 100 * time.Millisecond})
 	if err != nil {
-		t.Fatalf("New: %v", err)
+		t.Fatalf("NewAll: %v", err)
 	}
+	if len(plugins) != 1 {
+		t.Fatalf("NewAll: %d plugins, want the one resource of whole GPUs", len(plugins))
+	}
+	h.plugin = plugins[0]
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- h.plugin.Run(ctx) }()

@@ -101,6 +101,7 @@ func NewAll(ctx context.Context, cfg Config) ([]*Plugin, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
+	cfg.Log = cfg.Log.With("logger", "deviceplugin")
 	snap, err := cfg.Backend.Snapshot(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("device plugin: discover GPUs through %s: %w", cfg.Backend.Name(), err)
@@ -123,23 +124,6 @@ func NewAll(ctx context.Context, cfg Config) ([]*Plugin, error) {
 		out = append(out, p)
 	}
 	return out, nil
-}
-
-// New returns the plugin of a configuration that advertises exactly one resource (whole
-// GPUs, or MIG devices with the single strategy, replicated or not).
-func New(ctx context.Context, cfg Config) (*Plugin, error) {
-	all, err := NewAll(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	if len(all) != 1 {
-		names := make([]string, 0, len(all))
-		for _, p := range all {
-			names = append(names, p.resource.Name)
-		}
-		return nil, fmt.Errorf("device plugin: the node has %d resources %v, not one: use NewAll", len(all), names)
-	}
-	return all[0], nil
 }
 
 // ResourceName is the extended resource this plugin serves.

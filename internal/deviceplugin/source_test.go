@@ -36,7 +36,7 @@ func TestMonitorSourceTakesOnlyUnhealthyGPUsOutOfService(t *testing.T) {
 	}
 }
 
-func TestNewRefusesAnIncompleteConfig(t *testing.T) {
+func TestNewAllRefusesAnIncompleteConfig(t *testing.T) {
 	backend, err := sim.Load("h100x8")
 	if err != nil {
 		t.Fatalf("sim h100x8: %v", err)
@@ -52,8 +52,8 @@ func TestNewRefusesAnIncompleteConfig(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if _, err := New(t.Context(), c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Errorf("New error %v, want one containing %q", err, c.want)
+			if _, err := NewAll(t.Context(), c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("NewAll error %v, want one containing %q", err, c.want)
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/host"
 	"github.com/gpunode/gpunode/internal/host/cdi"
 	"github.com/gpunode/gpunode/internal/host/containerd"
@@ -20,6 +21,7 @@ func healthy() Facts {
 		DriverVersionFile: "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05\n",
 		DevNodes:          []string{"nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm"},
 		GPUs:              2,
+		Snapshot:          &gpu.Snapshot{Backend: "test", Devices: []gpu.Device{device(0), device(1)}},
 		Host: &host.Facts{
 			SecureBoot: host.SecureBoot{State: host.SecureBootEnabled},
 			Containerd: host.Containerd{Installed: true, Version: "1.7.22", Config: &containerd.Config{

@@ -148,7 +148,7 @@ func driverProbes(f Facts) []Probe {
 	default:
 		kl.Status, kl.Detail = OK, "no driver load errors since boot"
 	}
-	return append(ps, kl)
+	return append(append(ps, kl), gpuProbes(f)...)
 }
 
 var gpuNode = regexp.MustCompile(`^nvidia[0-9]+$`)

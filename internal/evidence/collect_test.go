@@ -54,10 +54,7 @@ func TestCollectGathersEverySource(t *testing.T) {
 	}
 	snap := simSnapshot(t)
 	uuid := snap.Devices[3].UUID
-	ring := NewRing(100)
-	for _, r := range kernelLines(40) {
-		ring.Add(r)
-	}
+	ring := kernelLog(kernelLines(40))
 	trig := xid79(uuid)
 	c := Collector{
 		Node: NodeFacts{Node: "gpu-node-07", Agent: "test"}, Root: hostRoot(), Backend: b, Kernel: ring,
@@ -105,7 +102,7 @@ func TestCollectRecordsFailingSourcesAndGoesOn(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := Collector{Node: NodeFacts{Node: "n1"}, Root: root, Backend: tc.backend, Kernel: NewRing(1), Timeout: 50 * time.Millisecond, Clock: fixedClock}
+			c := Collector{Node: NodeFacts{Node: "n1"}, Root: root, Backend: tc.backend, Kernel: kernelLog(nil), Timeout: 50 * time.Millisecond, Clock: fixedClock}
 			t0 := time.Now()
 			got := c.Collect(context.Background(), xid79("GPU-1"))
 			if d := time.Since(t0); d > 2*time.Second {

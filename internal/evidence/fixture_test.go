@@ -3,6 +3,7 @@ package evidence
 import (
 	"context"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -80,4 +81,35 @@ func fixture(t testing.TB) Contents {
 			Stats: monitor.Stats{Polls: 12, XIDs: 1, Findings: 2}},
 		Errors: map[string]string{"pods": "pod-resources socket: connection refused"},
 	}
+}
+
+// kernelLog is a KernelSource of fixed records, as the agent's follower would hand them.
+type kernelLog []KernelRecord
+
+func (k kernelLog) Records(ctx context.Context, w Window) ([]KernelRecord, error) {
+	var out []KernelRecord
+	for _, r := range k {
+		if w.Contains(r.Time) {
+			out = append(out, r)
+		}
+	}
+	return out, ctx.Err()
+}
+
+// open verifies the bundle at path and returns its files.
+func open(t *testing.T, path string) Bundle {
+	t.Helper()
+	if _, err := Verify(path); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	b, err := ReadBundle(f, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gpunode/gpunode/internal/kmsg"
@@ -15,63 +14,6 @@ import (
 // KernelSource supplies the kernel-log records of a window, oldest first.
 type KernelSource interface {
 	Records(ctx context.Context, w Window) ([]KernelRecord, error)
-}
-
-// Ring keeps the most recent kernel-log records in memory, for an agent that already
-// follows the kernel log (the health monitor) to hand to a bundle: Add from the follower,
-// Records at capture. Records older than what it holds are gone; Records reports a lost
-// count in its first record when the window starts before the oldest record kept.
-type Ring struct {
-	mu      sync.Mutex
-	buf     []KernelRecord
-	next    int
-	full    bool
-	evicted uint64
-}
-
-// NewRing returns a ring of capacity records (at least 1).
-func NewRing(capacity int) *Ring {
-	return &Ring{buf: make([]KernelRecord, max(capacity, 1))}
-}
-
-// Add records r, replacing the oldest record when the ring is full.
-func (r *Ring) Add(rec KernelRecord) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.full {
-		r.evicted++
-	}
-	r.buf[r.next] = rec
-	r.next++
-	if r.next == len(r.buf) {
-		r.next, r.full = 0, true
-	}
-}
-
-// Records returns the records in w, oldest first (in the order they were added).
-func (r *Ring) Records(ctx context.Context, w Window) ([]KernelRecord, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("kernel records from the ring: %w", err)
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var all []KernelRecord
-	if r.full {
-		all = append(all, r.buf[r.next:]...)
-	}
-	all = append(all, r.buf[:r.next]...)
-	var out []KernelRecord
-	for _, rec := range all {
-		if w.Contains(rec.Time) {
-			out = append(out, rec)
-		}
-	}
-	if r.evicted > 0 && len(all) > 0 && all[0].Time.After(w.From()) {
-		// The window reaches back past what the ring still holds.
-		out = append([]KernelRecord{{Time: all[0].Time, Level: -1, Lost: r.evicted,
-			Text: "gpunode: older kernel-log records were evicted from the agent's ring before capture"}}, out...)
-	}
-	return out, nil
 }
 
 // KmsgDevice reads the window from the kernel's own ring buffer (/dev/kmsg) at capture:

@@ -11,44 +11,6 @@ import (
 	"time"
 )
 
-func TestRingReturnsTheWindowAndSaysWhatWasEvicted(t *testing.T) {
-	r := NewRing(10)
-	for _, rec := range kernelLines(30) { // eventAt-15s ... eventAt+14s
-		r.Add(rec)
-	}
-	tests := []struct {
-		name      string
-		w         Window
-		wantFirst uint64 // Seq of the first real record
-		wantN     int    // real records
-		wantLost  bool
-	}{
-		{"a window inside what the ring holds returns only its records", Window{At: eventAt.Add(8 * time.Second), Before: time.Second, After: time.Second}, 1022, 3, false},
-		{"a window reaching past the oldest record kept reports the eviction first", Window{At: eventAt, Before: time.Minute, After: time.Minute}, 1020, 10, true},
-		{"a window after every record is empty", Window{At: eventAt.Add(time.Hour)}, 0, 0, false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := r.Records(context.Background(), tc.w)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tc.wantLost {
-				if len(got) == 0 || got[0].Lost != 20 {
-					t.Fatalf("first record %+v: want a report of 20 evicted records", got)
-				}
-				got = got[1:]
-			}
-			if len(got) != tc.wantN {
-				t.Fatalf("%d records, want %d", len(got), tc.wantN)
-			}
-			if tc.wantN > 0 && got[0].Seq != tc.wantFirst {
-				t.Errorf("first record seq %d, want %d", got[0].Seq, tc.wantFirst)
-			}
-		})
-	}
-}
-
 func TestKmsgDevicePlacesRecordsOnTheWallClock(t *testing.T) {
 	// The node booted 1000 s before now; records at 990 s, 995 s and 999 s since boot.
 	now := eventAt

@@ -30,10 +30,7 @@ func TestWriteRoundTripsEveryFile(t *testing.T) {
 	if sum.Counts != (Counts{KernelRecords: 20, Snapshots: 1, Findings: 3, Pods: 2, Errors: 1}) {
 		t.Errorf("counts %+v", sum.Counts)
 	}
-	b, err := Open(sum.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := open(t, sum.Path)
 	var node NodeFacts
 	unmarshal(t, b, FileNode, &node)
 	if node != c.Node {

@@ -3,7 +3,6 @@ package evidence
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"path/filepath"
 	"time"
 )
@@ -44,30 +43,6 @@ type Counts struct {
 	Errors int `json:"errors"`
 	// Dropped is the number of items the caps dropped, over all files.
 	Dropped int `json:"dropped"`
-}
-
-// Message is a one-line description for a Kubernetes Event.
-func (s Summary) Message() string {
-	where := "node"
-	if s.TriggerGPU != "" {
-		where = s.TriggerGPU
-	}
-	msg := fmt.Sprintf("evidence for %s on %s: %s (%d bytes, sha256 %s): %d kernel records, %d snapshots, %d findings, %d pods",
-		s.Trigger, where, s.Name, s.Bytes, short(s.SHA256), s.Counts.KernelRecords, s.Counts.Snapshots, s.Counts.Findings, s.Counts.Pods)
-	if s.Counts.Errors > 0 {
-		msg += fmt.Sprintf("; %d sources failed", s.Counts.Errors)
-	}
-	if s.Truncated {
-		msg += fmt.Sprintf("; %d items dropped by size caps", s.Counts.Dropped)
-	}
-	return msg
-}
-
-func short(sha string) string {
-	if len(sha) > 12 {
-		return sha[:12]
-	}
-	return sha
 }
 
 // summarize describes a bundle written at path.

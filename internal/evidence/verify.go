@@ -50,20 +50,3 @@ func Verify(path string) (Summary, error) {
 	}
 	return summarize(b, path, wantSHA, size), nil
 }
-
-// Open reads and checks the bundle at path like Verify, and returns its files.
-func Open(path string) (Bundle, error) {
-	if _, err := Verify(path); err != nil {
-		return Bundle{}, err
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return Bundle{}, fmt.Errorf("open %s: %w", path, err)
-	}
-	defer func() { _ = f.Close() }()
-	b, err := ReadBundle(f, true)
-	if err != nil {
-		return Bundle{}, fmt.Errorf("open %s: %w", path, err)
-	}
-	return b, nil
-}

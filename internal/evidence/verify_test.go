@@ -52,10 +52,7 @@ func TestVerifyFindsEveryKindOfDamage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	good, err := Open(sum.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	good := open(t, sum.Path)
 	orig, err := os.ReadFile(sum.Path)
 	if err != nil {
 		t.Fatal(err)

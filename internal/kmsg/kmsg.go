@@ -1,10 +1,9 @@
-// Package kmsg reads the kernel log: /dev/kmsg records (the live ring buffer) and the
-// text forms that dmesg, journald and syslog write.
+// Package kmsg reads the kernel log's /dev/kmsg records (the live ring buffer).
 //
 // ParseRecord and ReadAll read records; Follower follows /dev/kmsg live from a cursor
 // (boot id and sequence number) that survives restarts, reports lost records as gaps and
-// drops records written from user space; ParseTextLine takes a text line apart. Formats,
-// cursor, trust and overrun behaviour: docs/kernel-log.md.
+// drops records written from user space. Saved text (dmesg, journald, syslog) is read by
+// internal/xid's Scanner. Records, cursor, trust and overrun behaviour: docs/kernel-log.md.
 package kmsg
 
 import (

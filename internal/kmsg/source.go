@@ -53,7 +53,7 @@ func openDev(path string) (source, error) {
 	}
 	if mode := st.Mode & unix.S_IFMT; mode != unix.S_IFCHR && mode != unix.S_IFIFO {
 		_ = unix.Close(fd)
-		return nil, fmt.Errorf("kernel log %s: not a character device or FIFO (a saved log is read with ReadAll or ParseTextLine)", path)
+		return nil, fmt.Errorf("kernel log %s: not a character device or FIFO (a saved log is read with ReadAll, or as text by internal/xid's Scanner)", path)
 	}
 	wake, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
 	if err != nil {

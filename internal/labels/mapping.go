@@ -9,7 +9,7 @@ import (
 )
 
 // Mapping turns a GPU into its platform accelerator class. Rules are tried in order and
-// the first that matches wins; then, unless NoDefaults, the built-in DefaultRules; then a
+// the first that matches wins; then, unless NoDefaults, the built-in rules; then a
 // class derived from the name and memory (DerivedClass), so the class label never
 // disappears. The zero Mapping is the built-in defaults alone.
 type Mapping struct {
@@ -129,11 +129,6 @@ func builtin(product, class string) Rule {
 
 func builtinRegex(expr, class string) Rule {
 	return Rule{Match: Match{ProductRegex: regexp.MustCompile(expr)}, Class: class, Source: "builtin"}
-}
-
-// DefaultRules returns a copy of the built-in rules, in the order they are tried.
-func DefaultRules() []Rule {
-	return append([]Rule(nil), defaultRules...)
 }
 
 // brandWords are dropped from a name before its model token is taken.

@@ -1,6 +1,7 @@
 package nodeops
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -115,7 +116,7 @@ func TestParseHolds(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := ParseHolds("gpu-1", tc.value)
 			if tc.wantError != "" {
-				if err == nil || !IsMalformed(err) || !strings.Contains(err.Error(), tc.wantError) {
+				if err == nil || !errors.Is(err, ErrMalformedHolds) || !strings.Contains(err.Error(), tc.wantError) {
 					t.Fatalf("ParseHolds error = %v, want a malformed error containing %q", err, tc.wantError)
 				}
 				return

@@ -2,7 +2,6 @@ package nodeops
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -140,6 +139,3 @@ func (o Ops) now() time.Time {
 	// Seconds are enough for a hold and keep the annotation short and stable.
 	return clock().UTC().Truncate(time.Second)
 }
-
-// IsMalformed reports whether err comes from a malformed holds annotation.
-func IsMalformed(err error) bool { return errors.Is(err, ErrMalformedHolds) }

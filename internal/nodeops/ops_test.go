@@ -2,6 +2,7 @@ package nodeops
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"sync"
@@ -231,7 +232,7 @@ func TestOpsRefusesAMalformedAnnotation(t *testing.T) {
 	})
 	rv := getNode(t, c, "malformed").ResourceVersion
 	err := (Ops{Client: c}).Hold(ctx, "malformed", v1alpha1.HoldOwnerRemediation, "xid 79")
-	if !IsMalformed(err) || !strings.Contains(err.Error(), `"malformed"`) || !strings.Contains(err.Error(), v1alpha1.AnnotationHolds) {
+	if !errors.Is(err, ErrMalformedHolds) || !strings.Contains(err.Error(), `"malformed"`) || !strings.Contains(err.Error(), v1alpha1.AnnotationHolds) {
 		t.Errorf("Hold error = %v, want a malformed error naming the node and the annotation", err)
 	}
 	if got := getNode(t, c, "malformed"); got.ResourceVersion != rv {

@@ -114,6 +114,7 @@ func New(opt Options) *Cache {
 	if opt.Log == nil {
 		opt.Log = slog.Default()
 	}
+	opt.Log = opt.Log.With("logger", "podresources")
 	if opt.Clock == nil {
 		opt.Clock = time.Now
 	}

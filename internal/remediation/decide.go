@@ -7,14 +7,9 @@ import (
 	"time"
 )
 
-// Decide is the next move for one node, from its facts, its pool's policy, the fleet's
-// admission of it (PlanFleet) and the time. It is pure.
-func Decide(f Facts, p Policy, adm Admission, now time.Time) Decision {
-	p = p.WithDefaults()
-	return decide(f, p, Assess(f, p), adm, now)
-}
-
-// decide is Decide with the policy's defaults applied and the need assessed.
+// decide is the next move for one node, from its facts, its pool's policy (defaults
+// applied), its assessed need, the fleet's admission of it (PlanFleet) and the time. It is
+// pure; DecideFleet calls it for every node.
 func decide(f Facts, p Policy, need Need, adm Admission, now time.Time) Decision {
 	d := &decider{f: f, p: p, adm: adm, now: now, need: need, s: f.State.clone()}
 	d.s.prune(now, p.longestWindow())

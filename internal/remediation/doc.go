@@ -10,8 +10,8 @@
 //   - Assess reads what a node's faults call for (Need).
 //   - PlanFleet evaluates every pool's Breaker and the budget over the whole fleet and
 //     gives each node an Admission (Admit, EvaluateBreaker are its parts).
-//   - Decide gives one node's next move (Decision): a phase, a hold to place or release,
-//     actions to carry out, and the State to persist. DecideFleet does both for a fleet.
+//   - DecideFleet does that, then gives each node its next move (Decision): a phase, a
+//     hold to place or release, actions to carry out, and the State to persist.
 //   - Explain accounts for a node from the same inputs (`gpunode explain node NAME`).
 //
 // The contract with the reconciler, which makes the decisions crash-safe: persist

@@ -8,7 +8,7 @@ import (
 )
 
 // Explanation is why a node is (or is not) held, by whom, since when and what happens next:
-// `gpunode explain node NAME`. It is built from the same inputs as Decide, and holds the
+// `gpunode explain node NAME`. It is built from the same inputs as DecideFleet, and holds the
 // Decision itself, so the account and the controller cannot disagree.
 type Explanation struct {
 	Node  string `json:"node"`

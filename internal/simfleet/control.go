@@ -162,9 +162,6 @@ func ListenControl(ctx context.Context, path string, inj Injector) (*ControlServ
 	return &ControlServer{path: path, l: l, srv: &http.Server{Handler: ControlHandler(inj), ReadHeaderTimeout: 5 * time.Second}}, nil
 }
 
-// Path is the socket's path.
-func (s *ControlServer) Path() string { return s.path }
-
 // Serve serves until ctx ends, then lets requests in flight finish (up to 2 s) and closes
 // the socket, which removes its file.
 func (s *ControlServer) Serve(ctx context.Context) error {

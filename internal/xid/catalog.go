@@ -55,10 +55,3 @@ func Lookup(code int) (Entry, bool) {
 		Component: fault.ComponentGPU, Severity: fault.SeverityWarning, Action: fault.ActionNone,
 		Note: unknownNote}, false
 }
-
-// Entries returns every catalog row, sorted by XID (a copy: callers may change it).
-func Entries() []Entry {
-	out := make([]Entry, len(catalog))
-	copy(out, catalog[:])
-	return out
-}

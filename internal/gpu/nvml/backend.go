@@ -21,7 +21,7 @@ import (
 
 // EnvLibraryPath names the environment variable that overrides the NVML library that New
 // loads (default "libnvidia-ml.so.1", found through the dynamic loader's search path). It is
-// read only when neither WithLibrary nor WithLibraryPath is given.
+// read only when WithLibrary is not given.
 const EnvLibraryPath = "GPUNODE_NVML_LIBRARY"
 
 const defaultLibrary = "libnvidia-ml.so.1"
@@ -51,9 +51,7 @@ var _ gpu.Backend = (*Backend)(nil)
 type Option func(*options)
 
 type options struct {
-	lib     gonvml.Interface
-	libPath string
-	now     func() time.Time
+	lib gonvml.Interface
 }
 
 // WithLibrary makes the backend use lib instead of loading libnvidia-ml.so.1; tests pass
@@ -62,37 +60,25 @@ func WithLibrary(lib gonvml.Interface) Option {
 	return func(o *options) { o.lib = lib }
 }
 
-// WithLibraryPath loads the NVML library from path (a file name or an absolute path)
-// instead of libnvidia-ml.so.1. Ignored when WithLibrary is given.
-func WithLibraryPath(path string) Option {
-	return func(o *options) { o.libPath = path }
-}
-
-// WithClock sets the clock that stamps snapshots (default time.Now).
-func WithClock(now func() time.Time) Option {
-	return func(o *options) { o.now = now }
-}
-
 // New loads and initialises NVML. On a host without the NVIDIA driver it returns an error
 // that wraps gpu.ErrDriverNotFound, whose text starts with
 // "NVIDIA driver not found (libnvidia-ml.so.1)".
 func New(opts ...Option) (*Backend, error) {
-	o := options{now: time.Now}
+	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}
+	libPath := ""
 	if o.lib == nil {
-		if o.libPath == "" {
-			o.libPath = os.Getenv(EnvLibraryPath)
-		}
-		if o.libPath == "" {
+		libPath = os.Getenv(EnvLibraryPath)
+		if libPath == "" {
 			o.lib = gonvml.New()
 		} else {
-			o.lib = gonvml.New(gonvml.WithLibraryPath(o.libPath))
+			o.lib = gonvml.New(gonvml.WithLibraryPath(libPath))
 		}
 	}
-	b := &Backend{lib: o.lib, now: o.now, symbols: map[string]bool{}}
-	if err := b.init(o.libPath); err != nil {
+	b := &Backend{lib: o.lib, now: time.Now, symbols: map[string]bool{}}
+	if err := b.init(libPath); err != nil {
 		return nil, err
 	}
 	return b, nil

@@ -23,6 +23,7 @@ func TestNewFailsCleanly(t *testing.T) {
 	tests := []struct {
 		name        string
 		opts        []Option
+		env         string // GPUNODE_NVML_LIBRARY
 		driverError bool
 		text        string
 	}{
@@ -39,8 +40,8 @@ func TestNewFailsCleanly(t *testing.T) {
 			text:        driverNotFound + ": the library is present but the kernel driver is not loaded (ERROR_DRIVER_NOT_LOADED)",
 		},
 		{
-			name:        "a library path that does not exist names the path",
-			opts:        []Option{WithLibraryPath("/nonexistent/libnvidia-ml.so.1")},
+			name:        "a library path from the environment that does not exist names the path",
+			env:         "/nonexistent/libnvidia-ml.so.1",
 			driverError: true,
 			text:        driverNotFound + ": cannot load /nonexistent/libnvidia-ml.so.1",
 		},
@@ -57,6 +58,7 @@ func TestNewFailsCleanly(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv(EnvLibraryPath, tt.env)
 			b, err := New(tt.opts...)
 			if err == nil {
 				_ = b.Close()

@@ -20,10 +20,11 @@ var uuidRE = regexp.MustCompile(`^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-
 func snapshot(t *testing.T, srv *server.Server) *gpu.Snapshot {
 	t.Helper()
 	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	b, err := New(WithLibrary(srv), WithClock(func() time.Time { return at }))
+	b, err := New(WithLibrary(srv))
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	b.now = func() time.Time { return at }
 	t.Cleanup(func() {
 		if err := b.Close(); err != nil {
 			t.Errorf("Close: %v", err)

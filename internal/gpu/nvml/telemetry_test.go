@@ -82,10 +82,11 @@ func telemetryDevice(d *server.Device, fields map[uint32]uint64, calls *atomic.I
 func telemetry(t *testing.T, srv *server.Server) *gpu.Telemetry {
 	t.Helper()
 	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	b, err := New(WithLibrary(srv), WithClock(func() time.Time { return at }))
+	b, err := New(WithLibrary(srv))
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	b.now = func() time.Time { return at }
 	t.Cleanup(func() { _ = b.Close() })
 	tel, err := b.Telemetry(context.Background())
 	if err != nil {

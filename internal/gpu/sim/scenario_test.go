@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"testing/fstest"
 
 	"github.com/gpunode/gpunode/internal/gpu"
 )
@@ -111,14 +110,19 @@ func TestShippedScenariosParse(t *testing.T) {
 	}
 }
 
-func TestLoadReadsFromTheGivenFS(t *testing.T) {
-	fsys := fstest.MapFS{"scen/x.yml": {Data: []byte("apiVersion: gpunode.dev/sim/v1\npreset: h200x1\n")}}
-	b := load(t, "scen/x.yml", WithFS(fsys))
+func TestLoadReadsAScenarioFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x.yml")
+	if err := os.WriteFile(path, []byte("apiVersion: gpunode.dev/sim/v1\npreset: h200x1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := load(t, path)
 	if n := len(snapshot(t, b).Devices); n != 1 {
 		t.Errorf("got %d GPUs", n)
 	}
-	_, err := Load("scen/missing.yaml", WithFS(fsys))
-	if err == nil || !contains(err.Error(), "scen/missing.yaml") || errorsIs(err, ErrInvalidScenario) {
+	missing := filepath.Join(dir, "missing.yaml")
+	_, err := Load(missing)
+	if err == nil || !contains(err.Error(), missing) || errorsIs(err, ErrInvalidScenario) {
 		t.Errorf("missing file error = %v; want the name and not ErrInvalidScenario", err)
 	}
 }

@@ -10,7 +10,6 @@ package sim
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -41,20 +40,15 @@ type Option func(*options)
 
 type options struct {
 	clock func() time.Time
-	fsys  fs.FS
 }
 
 // WithClock sets the clock (default time.Now). The backend's start time is read from it once,
 // by Load or New; fault times count from there.
 func WithClock(now func() time.Time) Option { return func(o *options) { o.clock = now } }
 
-// WithFS makes Load read scenario files from fsys (paths in fs.FS form) instead of the OS.
-func WithFS(fsys fs.FS) Option { return func(o *options) { o.fsys = fsys } }
-
 // Load builds a backend from a preset name or a scenario file path. A string with no path
 // separator and no .yaml or .yml extension is a preset name.
 func Load(presetOrFile string, opts ...Option) (*Backend, error) {
-	o := collect(opts)
 	if isPreset(presetOrFile) {
 		s, err := PresetScenario(presetOrFile)
 		if err != nil {
@@ -62,13 +56,7 @@ func Load(presetOrFile string, opts ...Option) (*Backend, error) {
 		}
 		return New(s, opts...)
 	}
-	var data []byte
-	var err error
-	if o.fsys != nil {
-		data, err = fs.ReadFile(o.fsys, presetOrFile)
-	} else {
-		data, err = os.ReadFile(presetOrFile)
-	}
+	data, err := os.ReadFile(presetOrFile)
 	if err != nil {
 		return nil, fmt.Errorf("read sim scenario %s: %w", presetOrFile, err)
 	}

@@ -1,0 +1,173 @@
+package doctor
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/gpunode/gpunode/internal/gpu"
+	"github.com/gpunode/gpunode/internal/host/cdi"
+	"github.com/gpunode/gpunode/internal/xid"
+)
+
+// device is a GPU with nothing wrong with it.
+func device(i int) gpu.Device {
+	return gpu.Device{
+		Index: i, UUID: fmt.Sprintf("GPU-%d", i), Name: "NVIDIA H100 80GB HBM3",
+		PCI:            gpu.PCI{BusID: fmt.Sprintf("00000000:%02X:00.0", 0x18+i), LinkGen: 5, LinkGenMax: 5, LinkWidth: 16, LinkWidthMax: 16},
+		ECC:            gpu.ECC{Enabled: true, PendingEnabled: true},
+		RecoveryAction: gpu.RecoveryNone,
+	}
+}
+
+// xidOn is the kernel log's XID report for the GPU of index i (attributed by bus ID only).
+func xidOn(i, code int, msg string) xid.Event {
+	pci := fmt.Sprintf("0000:%02x:00", 0x18+i)
+	return xid.Event{XID: code, PCI: pci, GPUInstance: -1, ComputeInstance: -1, Message: msg,
+		Line: fmt.Sprintf("NVRM: Xid (PCI:%s): %d, pid=1234, name=python3, %s", pci, code, msg)}
+}
+
+func TestDiagnoseJudgesGPUsByTheHealthRules(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(f *Facts)
+		status Status // of GPU 1's probe ("" when GPU 1 has none)
+		cause  string // a fragment of the report's cause (a broken GPU) or of GPU 1's detail
+		fix    string // a fragment of the fix
+	}{
+		{"healthy GPUs pass with one probe", func(*Facts) {}, "", "", ""},
+		{"a GPU that stopped answering is broken and needs a reboot", func(f *Facts) {
+			f.Snapshot.Devices[1].SetErr(gpu.FieldDevice, fmt.Errorf("GPU 1: %w", gpu.ErrGPULost))
+		}, Broken, "GPU not answering", "reboot"},
+		{"a pending row remap is broken and needs a GPU reset", func(f *Facts) {
+			f.Snapshot.Devices[1].RowRemap.Pending = true
+		}, Broken, "row remap pending", "nvidia-smi -r -i GPU-1"},
+		{"a row-remap failure is broken and needs service", func(f *Facts) {
+			f.Snapshot.Devices[1].RowRemap.Failure = true
+		}, Broken, "row remapping failed", "RMA"},
+		{"an XID 79 since boot is broken even when the GPU answers again", func(f *Facts) {
+			f.XIDs = []xid.Event{xidOn(1, 79, "GPU has fallen off the bus.")}
+		}, Broken, "XID 79", "reboot"},
+		{"an XID the catalog calls for a GPU reset is broken", func(f *Facts) {
+			f.XIDs = []xid.Event{xidOn(1, 95, "Uncontained: FBHUB. RST: Yes, D-RST: No")}
+		}, Broken, "XID 95", "reset it"},
+		{"an XID that only needs the application restarted is a warning", func(f *Facts) {
+			f.XIDs = []xid.Event{xidOn(1, 13, "Graphics SM Warp Exception on (GPC 1, TPC 0, SM 0)")}
+		}, Warn, "xid-13", ""},
+		{"an XID the catalog ignores is no finding", func(f *Facts) {
+			f.XIDs = []xid.Event{xidOn(1, 43, "Ch 00000008, intr 00000000")}
+		}, "", "", ""},
+		{"a downgraded PCIe link is judged as the monitor judges it", func(f *Facts) {
+			f.Snapshot.Devices[1].PCI.LinkWidth = 8
+		}, Broken, "PCIe link x8", "reset it"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := healthy()
+			tc.mutate(&f)
+			r := Diagnose(f)
+			p, ok := gpuProbe1(r)
+			switch {
+			case tc.status == "" && ok:
+				t.Fatalf("GPU 1 has a probe %+v", p)
+			case tc.status == "":
+				if r.BrokenLayer != 0 || !hasProbe(r, "GPU health", OK) {
+					t.Fatalf("want every layer working and a passing GPU health probe: %s, %+v", r.Verdict, r.Probes)
+				}
+				return
+			case !ok:
+				t.Fatalf("no probe for GPU 1: %+v", r.Probes)
+			}
+			if p.Status != tc.status || p.Layer != 1 {
+				t.Fatalf("GPU 1: layer %d %s, want layer 1 %s (%+v)", p.Layer, p.Status, tc.status, p)
+			}
+			if *p.GPU != (GPURef{Index: 1, UUID: "GPU-1", BusID: "00000000:19:00.0"}) {
+				t.Errorf("GPU 1 named %+v", *p.GPU)
+			}
+			if !strings.Contains(p.Detail, tc.cause) || !strings.Contains(p.Fix, tc.fix) {
+				t.Errorf("detail %q, fix %q: want %q and %q", p.Detail, p.Fix, tc.cause, tc.fix)
+			}
+			if tc.status != Broken {
+				if r.BrokenLayer != 0 {
+					t.Errorf("a warning broke layer %d: %s", r.BrokenLayer, r.Verdict)
+				}
+				return
+			}
+			if r.BrokenLayer != 1 || !strings.Contains(r.Cause, "GPU 1 (GPU-1, 00000000:19:00.0)") || !strings.Contains(r.Cause, tc.cause) {
+				t.Errorf("report: layer %d, cause %q", r.BrokenLayer, r.Cause)
+			}
+			if !strings.Contains(r.Verdict, "1 GPU is broken") {
+				t.Errorf("verdict %q", r.Verdict)
+			}
+		})
+	}
+}
+
+func TestABrokenGPUDoesNotHideABrokenLayerAboveIt(t *testing.T) {
+	f := healthy()
+	f.Snapshot.Devices[0].RowRemap.Pending = true
+	f.Host.CDI.Specs[0].Stale = []cdi.StaleRef{{Device: "GPU-x", Kind: cdi.RefGPUUUID, Missing: "GPU-x"}}
+	r := Diagnose(f)
+	if r.BrokenLayer != 1 || fmt.Sprint(r.BrokenLayers) != "[1 2]" {
+		t.Fatalf("broken layers %v (first %d), want [1 2]: %+v", r.BrokenLayers, r.BrokenLayer, r.Probes)
+	}
+	for _, p := range r.Probes {
+		if p.Layer == 3 && (p.Status != Skipped || !strings.Contains(p.Detail, "layer 2")) {
+			t.Errorf("layer 3 should be skipped for the broken layer 2: %+v", p)
+		}
+	}
+}
+
+func TestADriverThatDoesNotAnswerStillStopsTheWalk(t *testing.T) {
+	f := healthy()
+	f.Snapshot.Devices[0].RowRemap.Pending = true
+	f.DevNodes = nil
+	r := Diagnose(f)
+	if fmt.Sprint(r.BrokenLayers) != "[1]" || !hasProbe(r, LayerName(2), Skipped) {
+		t.Fatalf("broken layers %v: %+v", r.BrokenLayers, r.Probes)
+	}
+	for _, p := range r.Probes {
+		if p.GPU != nil {
+			t.Errorf("a GPU judged behind missing device nodes: %+v", p)
+		}
+	}
+}
+
+func TestAnXIDRepeatedByTheDriversOwnLineIsOneFinding(t *testing.T) {
+	f := healthy()
+	off := xidOn(1, 79, "GPU has fallen off the bus.")
+	derived := off
+	derived.Derived, derived.Line = true, "NVRM: GPU 0000:19:00.0: GPU has fallen off the bus."
+	f.XIDs = []xid.Event{off, derived}
+	p, ok := gpuProbe1(Diagnose(f))
+	if !ok || len(p.Findings) != 1 || len(p.Findings[0].Evidence) != 2 {
+		t.Fatalf("want one xid-79 finding with both lines: %+v", p)
+	}
+}
+
+func TestAnXIDOnAGPUTheDriverNoLongerListsIsNamedByItsBusID(t *testing.T) {
+	f := healthy()
+	f.XIDs = []xid.Event{{XID: 79, PCI: "0000:c1:00", Message: "GPU has fallen off the bus.", Line: "NVRM: Xid (PCI:0000:c1:00): 79"}}
+	r := Diagnose(f)
+	if r.BrokenLayer != 1 || !strings.Contains(r.Cause, "0000:c1:00") || !hasProbe(r, "GPU at 0000:c1:00", Broken) {
+		t.Fatalf("%s: %s %+v", r.Verdict, r.Cause, r.Probes)
+	}
+}
+
+func gpuProbe1(r Report) (Probe, bool) {
+	for _, p := range r.Probes {
+		if p.GPU != nil && p.GPU.Index == 1 {
+			return p, true
+		}
+	}
+	return Probe{}, false
+}
+
+func hasProbe(r Report, name string, s Status) bool {
+	for _, p := range r.Probes {
+		if p.Name == name && p.Status == s {
+			return true
+		}
+	}
+	return false
+}
