@@ -12,7 +12,7 @@ import (
 // metricsAddr waits for the agent's "metrics served" line and returns its address.
 func metricsAddr(t *testing.T, errOut *lockedBuffer) string {
 	t.Helper()
-	re := regexp.MustCompile(`msg="metrics served" address=(\S+)`)
+	re := regexp.MustCompile(`msg="metrics served".* address=(\S+)`)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if m := re.FindStringSubmatch(errOut.String()); m != nil {
