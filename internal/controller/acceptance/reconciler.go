@@ -221,7 +221,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, base, gn *v1alpha1.GPUNode
 	gn.Status.ObservedGeneration = gn.Generation
 	for i := range gn.Status.Conditions { // a request in this pass raised the generation
 		switch gn.Status.Conditions[i].Type {
-		case ConditionPolicySelected, ConditionAcceptanceRequested, ConditionAccepted, ConditionAgentHeartbeat:
+		case v1alpha1.ConditionPolicySelected, v1alpha1.ConditionAcceptanceRequested, v1alpha1.ConditionAccepted, v1alpha1.ConditionAgentHeartbeat:
 			gn.Status.Conditions[i].ObservedGeneration = gn.Generation
 		}
 	}

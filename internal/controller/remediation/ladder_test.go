@@ -148,8 +148,8 @@ func TestATrippedBreakerPausesThePoolWithAConditionAndAnEvent(t *testing.T) {
 	b.setGPU(0, v1alpha1.HealthUnhealthy, "reset-gpu", "xid-48")
 	a.pass(time.Second)
 	pol := a.policy()
-	c := findCondition(pol.Status.Conditions, ConditionRemediationPaused)
-	if pol.Status.Breaker == nil || c == nil || c.Status != metav1.ConditionTrue || c.Reason != remediation.ReasonBreakerOpen {
+	c := findCondition(pol.Status.Conditions, v1alpha1.ConditionRemediationPaused)
+	if pol.Status.Breaker == nil || c == nil || c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.ReasonCircuitBreakerOpen {
 		t.Fatalf("policy status %+v does not show the tripped breaker with RemediationPaused True", pol.Status)
 	}
 	if !a.sawEvent("CircuitBreakerOpen") {
@@ -161,7 +161,7 @@ func TestATrippedBreakerPausesThePoolWithAConditionAndAnEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.pass(2 * time.Minute)
-	if c := findCondition(a.policy().Status.Conditions, ConditionRemediationPaused); c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonResumed {
+	if c := findCondition(a.policy().Status.Conditions, v1alpha1.ConditionRemediationPaused); c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonResumed {
 		t.Fatalf("after the resume RemediationPaused is %+v, want False/Resumed", c)
 	}
 	if strings.Contains(a.get().Status.Remediation.Waiting, remediation.ReasonAutomationPaused) {
