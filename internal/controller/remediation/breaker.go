@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/gpunode/gpunode/api/v1alpha1"
 	"github.com/gpunode/gpunode/internal/remediation"
@@ -28,7 +27,7 @@ func (r *Reconciler) persistBreakers(ctx context.Context, fl *loaded, plan remed
 		if upd == nil {
 			continue
 		}
-		if err := r.Client.Status().Patch(ctx, upd, client.MergeFromWithOptions(p, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := r.applyBreaker(ctx, p, upd); err != nil {
 			return fmt.Errorf("record the breaker of pool %q: %w", pool, err)
 		}
 		fl.policies[pool] = upd
