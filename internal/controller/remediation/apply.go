@@ -51,8 +51,8 @@ func (r *Reconciler) applyNode(ctx context.Context, gn, upd *v1alpha1.GPUNode) e
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": v1alpha1.GroupVersion.String(), "kind": "GPUNode",
-		"metadata":   map[string]any{"name": gn.Name, "resourceVersion": gn.ResourceVersion, "annotations": annotations},
-		"spec":       spec,
+		"metadata": map[string]any{"name": gn.Name, "resourceVersion": gn.ResourceVersion, "annotations": annotations},
+		"spec":     spec,
 	}}
 	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
 		client.FieldOwner(v1alpha1.FieldManagerRemediation), client.ForceOwnership); err != nil {
@@ -137,4 +137,3 @@ func toMap(v any) (map[string]any, error) {
 	}
 	return out, nil
 }
-
