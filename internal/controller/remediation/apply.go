@@ -71,19 +71,17 @@ func (r *Reconciler) applyStatus(ctx context.Context, base, gn *v1alpha1.GPUNode
 	if equality.Semantic.DeepEqual(base.Status.Remediation, gn.Status.Remediation) {
 		return nil
 	}
-	status := map[string]any{}
-	if gn.Status.Remediation != nil {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": v1alpha1.GroupVersion.String(), "kind": "GPUNode",
+		"metadata": map[string]any{"name": gn.Name},
+	}}
+	if gn.Status.Remediation != nil { // without it, the apply gives up status.remediation
 		rem, err := toMap(gn.Status.Remediation)
 		if err != nil {
 			return fmt.Errorf("status.remediation of GPUNode %q: %w", gn.Name, err)
 		}
-		status["remediation"] = rem
+		u.Object["status"] = map[string]any{"remediation": rem}
 	}
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": v1alpha1.GroupVersion.String(), "kind": "GPUNode",
-		"metadata": map[string]any{"name": gn.Name},
-		"status":   status,
-	}}
 	if err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
 		client.FieldOwner(v1alpha1.FieldManagerRemediation), client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply status of GPUNode %q: %w", gn.Name, err)
