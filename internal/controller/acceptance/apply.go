@@ -104,7 +104,7 @@ func (r *Reconciler) applyRequest(ctx context.Context, gn *v1alpha1.GPUNode, gen
 	}
 	gn.Annotations[AnnotationBasis] = basis
 	gn.Spec.AcceptanceGeneration, gn.Spec.AcceptanceReason = generation, reason
-	gn.ResourceVersion = u.GetResourceVersion()
+	gn.ResourceVersion, gn.Generation = u.GetResourceVersion(), u.GetGeneration()
 	return nil
 }
 

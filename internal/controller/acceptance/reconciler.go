@@ -179,8 +179,8 @@ type scope struct {
 }
 
 // Reconcile runs the phases in order on one GPUNode and applies its status once at the
-// end, whatever happened. Every phase is re-entrant: a pass that stops half way is
-// finished by the next.
+// end, whatever happened but a lost race. Every phase is re-entrant: a pass that stops half
+// way is finished by the next.
 //
 // Losing an optimistic-concurrency race (an acceptance request decided on a GPUNode that
 // changed meanwhile) is not an error: the pass is run again shortly, on the newer object.
@@ -195,8 +195,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	base := gn.DeepCopy()
 	s := &scope{gn: gn}
 	defer func() {
-		if err := r.applyStatus(ctx, base, gn); err != nil {
-			retErr = errors.Join(retErr, err)
+		// A pass whose request lost the race writes no status: the write would move the
+		// resourceVersion on again, and a pass decided on a cache that lags behind it would
+		// lose the next race too. The pass on the newer object writes it.
+		if retErr == nil || !apierrors.IsConflict(retErr) {
+			if err := r.applyStatus(ctx, base, gn); err != nil {
+				retErr = errors.Join(retErr, err)
+			}
 		}
 		if retErr != nil && apierrors.IsConflict(retErr) {
 			log.FromContext(ctx).V(1).Info("the GPUNode changed meanwhile; running the pass again", "error", retErr.Error())

@@ -195,6 +195,12 @@ func TestANewNodeIsAskedForAcceptanceAndReleasedWhenItPasses(t *testing.T) {
 	if cond := condition(gn, v1alpha1.ConditionAccepted); cond.Status != metav1.ConditionTrue || cond.Reason != v1alpha1.ReasonPassed {
 		t.Errorf("Accepted condition = %+v, want True/Passed", cond)
 	}
+	if cond := condition(gn, v1alpha1.ConditionInService); cond.Status != metav1.ConditionTrue || cond.Reason != v1alpha1.ReasonInService {
+		t.Errorf("InService condition = %+v, want True/InService", cond)
+	}
+	if gn.Status.ObservedGeneration != gn.Generation {
+		t.Errorf("status.observedGeneration %d, want the raised spec's generation %d", gn.Status.ObservedGeneration, gn.Generation)
+	}
 	if got := taints(t, c, "node-pass"); len(got) != 0 || len(gn.Status.Holds) != 0 {
 		t.Errorf("an accepted node still carries taints %v and holds %v", got, gn.Status.Holds)
 	}

@@ -59,7 +59,7 @@ func (r *Reconciler) applyNode(ctx context.Context, gn, upd *v1alpha1.GPUNode) e
 		return err
 	}
 	gn.Annotations, gn.Spec = upd.Annotations, upd.Spec
-	gn.ResourceVersion = u.GetResourceVersion()
+	gn.ResourceVersion, gn.Generation = u.GetResourceVersion(), u.GetGeneration()
 	return nil
 }
 
