@@ -118,7 +118,7 @@ func statusWriters(t *testing.T, mf []metav1.ManagedFieldsEntry) map[string][]wr
 			continue
 		}
 		var set map[string]any
-		if err := json.Unmarshal(e.FieldsV1.Raw, &set); err != nil {
+		if err := json.Unmarshal(e.FieldsV1.GetRawBytes(), &set); err != nil {
 			t.Fatalf("managedFields of %s: %v", e.Manager, err)
 		}
 		status, ok := set["f:status"].(map[string]any)
