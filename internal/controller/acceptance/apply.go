@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/gpunode/gpunode/api/v1alpha1"
@@ -77,7 +78,41 @@ func (r *Reconciler) applyStatus(ctx context.Context, base, gn *v1alpha1.GPUNode
 	if err != nil {
 		return fmt.Errorf("apply status of GPUNode %q: %w", gn.Name, err)
 	}
+	return r.dropStatusUpdates(ctx, gn.Name, u.GetResourceVersion(), u.GetManagedFields())
+}
+
+// legacyManager is the field manager the controllers' merge patches of earlier versions
+// recorded: the binary's name, which the API server takes from the client's user agent.
+const legacyManager = "gpunode"
+
+// dropStatusUpdates removes the managedFields entries that the earlier versions' status
+// merge patches left (manager legacyManager, operation Update): GPUNode status is written
+// by applies alone, and such an entry keeps co-owning every field it wrote until that
+// field's value changes. Another writer's updates are left, for the ownership test to see. It
+// runs after this controller's apply, so the fields the entry held that this controller
+// owns are its own already; the agent's and remediation's applies own theirs. Guarded by
+// the resourceVersion of that apply: a lost race drops them at a later pass.
+func (r *Reconciler) dropStatusUpdates(ctx context.Context, name, resourceVersion string, mf []metav1.ManagedFieldsEntry) error {
+	keep := statusApplies(mf)
+	if len(keep) == len(mf) {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": resourceVersion, "managedFields": keep}})
+	if err != nil {
+		return fmt.Errorf("managedFields of GPUNode %q: %w", name, err)
+	}
+	gn := &v1alpha1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := r.Client.Patch(ctx, gn, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("drop the status updates of GPUNode %q from its managedFields: %w", name, err)
+	}
 	return nil
+}
+
+// statusApplies is mf without the earlier versions' status updates.
+func statusApplies(mf []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+	return slices.DeleteFunc(slices.Clone(mf), func(e metav1.ManagedFieldsEntry) bool {
+		return e.Manager == legacyManager && e.Subresource == "status" && e.Operation == metav1.ManagedFieldsOperationUpdate
+	})
 }
 
 // applyRequest applies an acceptance request: spec.acceptanceGeneration and
