@@ -57,7 +57,8 @@ type GPUNodeStatus struct {
 	// ObservedGeneration is the spec generation the status reflects.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Phase is the lifecycle phase (set by the controller).
+	// Phase is the lifecycle phase, decided by internal/lifecycle and written by the
+	// acceptance controller alone.
 	// +optional
 	Phase Phase `json:"phase,omitempty"`
 	// AcceleratorClass is the node's class (the gpunode.dev/accelerator-class label).

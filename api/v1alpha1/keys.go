@@ -32,17 +32,16 @@ const (
 	// LabelPhase is the node's lifecycle phase, for selection and dashboards.
 	LabelPhase = "gpunode.dev/phase"
 
-	// FieldManagerAgent and FieldManagerController are the server-side-apply field managers:
-	// the agent never touches a field the controller owns, and the other way round.
-	FieldManagerAgent      = "gpunode-agent"
-	FieldManagerController = "gpunode-controller"
+	// FieldManagerAgent, FieldManagerAcceptance and FieldManagerRemediation are the
+	// server-side-apply field managers of the agent and the two controllers: each applies
+	// exactly the fields docs/architecture.md's ownership table gives it, and no other
+	// component writes them.
+	FieldManagerAgent       = "gpunode-agent"
+	FieldManagerAcceptance  = "gpunode-acceptance"
+	FieldManagerRemediation = "gpunode-remediation"
 	// FieldManagerAgentHeartbeat applies the agent's heartbeat (status.agent) alone, so
 	// that the agent's status apply, which leaves it out, never removes it.
 	FieldManagerAgentHeartbeat = "gpunode-agent-heartbeat"
-
-	// ConditionGPUHealthy and ConditionAccepted are the node conditions the agent sets.
-	ConditionGPUHealthy = "GPUHealthy"
-	ConditionAccepted   = "GPUNodeAccepted"
 )
 
 // AcceptanceReasonReleased is spec.acceptanceReason when a person released the node from

@@ -197,6 +197,12 @@ type PodSelector struct {
 // what it did, and why it waits. It is what a restarted controller resumes from: a step
 // with a Started time and no outcome is never started again, only awaited or timed out.
 type RemediationStatus struct {
+	// Phase is the lifecycle phase remediation's state gives the node (Suspect,
+	// Quarantined, Recovering, Accepting, Maintenance); absent when remediation has no
+	// claim on it. The acceptance controller turns it, with the holds and the acceptance
+	// verdict, into status.phase (internal/lifecycle).
+	// +optional
+	Phase Phase `json:"phase,omitempty"`
 	// Trigger is the fault that started this remediation, e.g. "gpu 3: xid 79".
 	// +kubebuilder:validation:MaxLength=256
 	// +optional

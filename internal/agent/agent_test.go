@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpunode/gpunode/api/v1alpha1"
@@ -53,9 +54,16 @@ func TestTheStatusCarriesInventoryVersionsAndHealthAndLeavesThePhaseAlone(t *tes
 	if err := c.Status().Update(context.Background(), kubelet); err != nil {
 		t.Fatal(err)
 	}
+	// An earlier agent's Node condition, applied as that agent did: this agent's first
+	// write removes it.
+	old := corev1ac.Node(name).WithStatus(corev1ac.NodeStatus().WithConditions(corev1ac.NodeCondition().
+		WithType(v1alpha1.RetiredConditionGPUNodeAccepted).WithStatus(corev1.ConditionUnknown).WithReason("NotRun")))
+	if err := c.Status().Apply(context.Background(), old, client.FieldOwner(v1alpha1.FieldManagerAgent), client.ForceOwnership); err != nil {
+		t.Fatal(err)
+	}
 	cfg, _ := simConfig(t, c, name)
 	start(t, cfg)
-	eventually(t, "the Node carries GPUHealthy=True and GPUNodeAccepted=Unknown beside the kubelet's Ready", func() error {
+	eventually(t, "the Node carries GPUHealthy=True beside the kubelet's Ready, and no GPUNodeAccepted", func() error {
 		var nd corev1.Node
 		if err := c.Get(context.Background(), client.ObjectKey{Name: name}, &nd); err != nil {
 			return err
@@ -64,7 +72,8 @@ func TestTheStatusCarriesInventoryVersionsAndHealthAndLeavesThePhaseAlone(t *tes
 		for _, cd := range nd.Status.Conditions {
 			got[cd.Type] = cd.Status
 		}
-		if got[v1alpha1.ConditionGPUHealthy] != corev1.ConditionTrue || got[v1alpha1.ConditionAccepted] != corev1.ConditionUnknown || got[corev1.NodeReady] != corev1.ConditionTrue {
+		_, retired := got[v1alpha1.RetiredConditionGPUNodeAccepted]
+		if got[v1alpha1.ConditionGPUHealthy] != corev1.ConditionTrue || retired || got[corev1.NodeReady] != corev1.ConditionTrue {
 			return fmt.Errorf("node conditions %v", got)
 		}
 		return nil
@@ -85,7 +94,7 @@ func TestTheStatusCarriesInventoryVersionsAndHealthAndLeavesThePhaseAlone(t *tes
 		"apiVersion": v1alpha1.GroupVersion.String(), "kind": "GPUNode",
 		"metadata": map[string]any{"name": name}, "status": map[string]any{"phase": "Accepting"},
 	}}
-	if err := c.Status().Apply(context.Background(), client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(v1alpha1.FieldManagerController)); err != nil {
+	if err := c.Status().Apply(context.Background(), client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(v1alpha1.FieldManagerAcceptance)); err != nil {
 		t.Fatal(err)
 	}
 	if err := cfg.Backend.(*failingBackend).Inject(sim.Fault{GPU: 3, Type: sim.FaultXID, XID: 79}); err != nil {

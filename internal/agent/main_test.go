@@ -152,7 +152,7 @@ func askForAcceptance(t *testing.T, c client.Client, name string, gen int64) {
 	}
 	patch := client.MergeFrom(gn.DeepCopy())
 	gn.Spec.AcceptanceGeneration = gen
-	if err := c.Patch(context.Background(), gn, patch, client.FieldOwner(v1alpha1.FieldManagerController)); err != nil {
+	if err := c.Patch(context.Background(), gn, patch, client.FieldOwner(v1alpha1.FieldManagerAcceptance)); err != nil {
 		t.Fatal(err)
 	}
 }

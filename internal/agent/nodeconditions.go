@@ -13,22 +13,13 @@ import (
 )
 
 // nodeConditions are the agent's conditions on the Node itself, where `kubectl describe
-// node` and every node-condition tool see them: GPUHealthy (the GPUNode's condition) and
-// GPUNodeAccepted (the last acceptance run's result).
-func nodeConditions(health metav1.Condition, last *v1alpha1.AcceptanceSummary) []corev1.NodeCondition {
-	acc := corev1.NodeCondition{Type: v1alpha1.ConditionAccepted, Status: corev1.ConditionUnknown,
-		Reason: "NotRun", Message: "no acceptance run yet"}
-	if last != nil {
-		acc.Message = fmt.Sprintf("record %s: %d pass, %d warn, %d fail, %d skip", last.RecordName,
-			last.Summary.Pass, last.Summary.Warn, last.Summary.Fail, last.Summary.Skip)
-		acc.Status, acc.Reason = corev1.ConditionFalse, "AcceptanceFailed"
-		if last.Result == v1alpha1.AcceptancePassed {
-			acc.Status, acc.Reason = corev1.ConditionTrue, "AcceptancePassed"
-		}
-	}
+// node` and every node-condition tool see them: GPUHealthy (the GPUNode's condition). The
+// acceptance verdict is the GPUNode's Accepted condition, the controller's alone; the
+// condition GPUNodeAccepted the agent once set here is left out, so server-side apply
+// removes it from the Node at the agent's next write.
+func nodeConditions(health metav1.Condition) []corev1.NodeCondition {
 	return []corev1.NodeCondition{
 		{Type: corev1.NodeConditionType(health.Type), Status: corev1.ConditionStatus(health.Status), Reason: health.Reason, Message: health.Message},
-		acc,
 	}
 }
 

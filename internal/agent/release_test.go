@@ -22,7 +22,7 @@ func askForAcceptanceBecause(t *testing.T, c client.Client, name string, gen int
 	}
 	patch := client.MergeFrom(gn.DeepCopy())
 	gn.Spec.AcceptanceGeneration, gn.Spec.AcceptanceReason = gen, reason
-	if err := c.Patch(context.Background(), gn, patch, client.FieldOwner(v1alpha1.FieldManagerController)); err != nil {
+	if err := c.Patch(context.Background(), gn, patch, client.FieldOwner(v1alpha1.FieldManagerAcceptance)); err != nil {
 		t.Fatal(err)
 	}
 }

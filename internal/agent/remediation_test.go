@@ -29,7 +29,7 @@ func askForStep(t *testing.T, c client.Client, name string, req v1alpha1.Remedia
 	}
 	patch := client.MergeFrom(gn.DeepCopy())
 	gn.Spec.Remediation = &req
-	if err := c.Patch(context.Background(), gn, patch, client.FieldOwner(v1alpha1.FieldManagerController)); err != nil {
+	if err := c.Patch(context.Background(), gn, patch, client.FieldOwner(v1alpha1.FieldManagerRemediation)); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -63,7 +63,7 @@ func (a *Agent) round(ctx context.Context) error {
 		return errors.Join(accErr, err)
 	}
 	a.roundPublished()
-	return errors.Join(accErr, a.applyNodeConditions(ctx, node, nodeConditions(st.Conditions[0], a.last), resync))
+	return errors.Join(accErr, a.applyNodeConditions(ctx, node, nodeConditions(st.Conditions[0]), resync))
 }
 
 // ensure returns the node's GPUNode, creating it at first start after holding the node. A

@@ -109,7 +109,7 @@ func TestTheAgentCommandPublishesThePodsOnEachGPUAndPutsThemInEvidence(t *testin
 	}
 	patch := client.MergeFrom(gn.DeepCopy())
 	gn.Spec.Remediation = &v1alpha1.RemediationRequest{ID: 1, Step: v1alpha1.StepCaptureEvidence, GPUs: []string{uuid}, Reason: "test"}
-	if err := c.Patch(ctx, gn, patch, client.FieldOwner(v1alpha1.FieldManagerController)); err != nil {
+	if err := c.Patch(ctx, gn, patch, client.FieldOwner(v1alpha1.FieldManagerRemediation)); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the evidence bundle names the pod on the GPU", func(gn *v1alpha1.GPUNode) error {

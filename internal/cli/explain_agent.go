@@ -45,7 +45,7 @@ func (e agentExplanation) String() string {
 	switch {
 	case e.Lost:
 		state = "lost"
-	case e.Reason == acceptance.ReasonNoHeartbeat || e.Reason == acceptance.ReasonHeartbeatNotChecked:
+	case e.Reason == v1alpha1.ReasonNoHeartbeat || e.Reason == v1alpha1.ReasonHeartbeatNotChecked:
 		state = "not judged"
 	}
 	return fmt.Sprintf("agent: %s, last heartbeat %s: %s\n", state, beat, e.Message)

@@ -238,7 +238,7 @@ func TestAFleetOfSimulatedNodesJoinsIsAcceptedAndReleased(t *testing.T) {
 			return false, nil
 		}
 		for _, cd := range gn.Status.Conditions {
-			if cd.Type == acceptance.ConditionAccepted && cd.Status == metav1.ConditionFalse {
+			if cd.Type == v1alpha1.ConditionAccepted && cd.Status == metav1.ConditionFalse {
 				return true, nil
 			}
 		}

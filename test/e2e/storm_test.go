@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpunode/gpunode/api/v1alpha1"
-	"github.com/gpunode/gpunode/internal/controller/remediation"
 	"github.com/gpunode/gpunode/internal/nodeops"
 )
 
@@ -75,7 +74,7 @@ func TestFortyPercentOfAPoolFaultingAtOnceTripsTheBreakerAndTheBudgetHolds(t *te
 		if err := f.c.Get(context.Background(), client.ObjectKey{Name: f.pool}, &pol); err != nil {
 			return err
 		}
-		if c := meta.FindStatusCondition(pol.Status.Conditions, remediation.ConditionRemediationPaused); pol.Status.Breaker == nil || c == nil || c.Status != "True" {
+		if c := meta.FindStatusCondition(pol.Status.Conditions, v1alpha1.ConditionRemediationPaused); pol.Status.Breaker == nil || c == nil || c.Status != "True" {
 			return fmt.Errorf("policy status %+v", pol.Status)
 		}
 		return nil

@@ -19,33 +19,6 @@ import (
 // spec.acceptanceGeneration.
 const AnnotationBasis = "gpunode.dev/acceptance-basis"
 
-// Condition types and reasons the controller sets on a GPUNode.
-const (
-	// ConditionPolicySelected: True when a policy governs the node: a GPUNodePolicy
-	// (reason Selected) or, when none selects it, the built-in defaults (BuiltInDefaults).
-	ConditionPolicySelected = "PolicySelected"
-	// ConditionAcceptanceRequested: True while a request is waiting for the agent's answer.
-	ConditionAcceptanceRequested = "AcceptanceRequested"
-	// ConditionAccepted: the verdict on the latest answered run.
-	ConditionAccepted = "Accepted"
-
-	ReasonSelected            = "Selected"
-	ReasonBuiltInDefaults     = "BuiltInDefaults"
-	ReasonNewNode             = "NewNode"
-	ReasonPolicyChanged       = "PolicyChanged"
-	ReasonInventoryChanged    = "InventoryChanged"
-	ReasonDriverChanged       = "DriverChanged"
-	ReasonBasisUnknown        = "BasisUnknown"
-	ReasonWaitingForInventory = "WaitingForInventory"
-	ReasonPending             = "Pending"
-	ReasonAnswered            = "Answered"
-	ReasonNeverRun            = "NeverRun"
-	ReasonPassed              = "Passed"
-	ReasonRunFailed           = "RunFailed"
-	ReasonExpectationNotMet   = "ExpectationNotMet"
-	ReasonRecordMismatch      = "RecordMismatch"
-)
-
 // SelectPolicy returns the policy that governs a Node with nodeLabels (the rule is
 // nodepolicy.Select's, shared with the agent), with the unusable policies joined into one error.
 func SelectPolicy(nodeLabels map[string]string, policies []v1alpha1.GPUNodePolicy) (*v1alpha1.GPUNodePolicy, error) {
@@ -146,21 +119,21 @@ func answeredGeneration(gn *v1alpha1.GPUNode) int64 {
 func DecideRequest(gn *v1alpha1.GPUNode, recorded Basis, ok bool, current Basis) Request {
 	switch {
 	case !InventoryPublished(gn):
-		return Request{Reason: ReasonWaitingForInventory, Message: "waiting for the agent to publish the node's inventory"}
+		return Request{Reason: v1alpha1.ReasonWaitingForInventory, Message: "waiting for the agent to publish the node's inventory"}
 	case Outstanding(gn):
-		return Request{Reason: ReasonPending, Message: fmt.Sprintf("acceptance generation %d requested; waiting for the agent's record", gn.Spec.AcceptanceGeneration)}
+		return Request{Reason: v1alpha1.ReasonPending, Message: fmt.Sprintf("acceptance generation %d requested; waiting for the agent's record", gn.Spec.AcceptanceGeneration)}
 	case gn.Spec.AcceptanceGeneration == 0:
-		return Request{Needed: true, Reason: ReasonNewNode, Message: "new node: never accepted"}
+		return Request{Needed: true, Reason: v1alpha1.ReasonNewNode, Message: "new node: never accepted"}
 	case !ok:
-		return Request{Needed: true, Reason: ReasonBasisUnknown, Message: "what the last run was asked for is not recorded"}
+		return Request{Needed: true, Reason: v1alpha1.ReasonBasisUnknown, Message: "what the last run was asked for is not recorded"}
 	case recorded.Policy != current.Policy:
-		return Request{Needed: true, Reason: ReasonPolicyChanged, Message: fmt.Sprintf("policy changed from %q to %q", recorded.Policy, current.Policy)}
+		return Request{Needed: true, Reason: v1alpha1.ReasonPolicyChanged, Message: fmt.Sprintf("policy changed from %q to %q", recorded.Policy, current.Policy)}
 	case recorded.PolicySHA256 != current.PolicySHA256:
-		return Request{Needed: true, Reason: ReasonPolicyChanged, Message: fmt.Sprintf("policy %q changed", current.Policy)}
+		return Request{Needed: true, Reason: v1alpha1.ReasonPolicyChanged, Message: fmt.Sprintf("policy %q changed", current.Policy)}
 	case recorded.InventorySHA256 != current.InventorySHA256:
-		return Request{Needed: true, Reason: ReasonInventoryChanged, Message: "GPU inventory changed since the last run"}
+		return Request{Needed: true, Reason: v1alpha1.ReasonInventoryChanged, Message: "GPU inventory changed since the last run"}
 	case recorded.Driver != current.Driver:
-		return Request{Needed: true, Reason: ReasonDriverChanged, Message: fmt.Sprintf("driver changed from %q to %q", recorded.Driver, current.Driver)}
+		return Request{Needed: true, Reason: v1alpha1.ReasonDriverChanged, Message: fmt.Sprintf("driver changed from %q to %q", recorded.Driver, current.Driver)}
 	}
-	return Request{Reason: ReasonAnswered, Message: fmt.Sprintf("acceptance generation %d answered; nothing changed since", gn.Spec.AcceptanceGeneration)}
+	return Request{Reason: v1alpha1.ReasonAnswered, Message: fmt.Sprintf("acceptance generation %d answered; nothing changed since", gn.Spec.AcceptanceGeneration)}
 }

@@ -72,21 +72,21 @@ func TestDecideRequest(t *testing.T) {
 		wantNeeded bool
 		wantReason string
 	}{
-		{"a node whose agent has not published its inventory waits", &v1alpha1.GPUNode{Spec: v1alpha1.GPUNodeSpec{NodeName: "n"}}, nil, fleet, false, ReasonWaitingForInventory},
-		{"a new node never accepted is asked for acceptance", gpuNode("n", 8), nil, fleet, true, ReasonNewNode},
-		{"a request the agent has not answered is not repeated", requested(gpuNode("n", 8), 1), &base, fleet, false, ReasonPending},
-		{"an outstanding request is not repeated even when the policy changed", requested(gpuNode("n", 8), 1), &base, changedPolicy, false, ReasonPending},
-		{"an answered request with nothing changed asks nothing", answered(requested(gpuNode("n", 8), 1), "r", v1alpha1.AcceptancePassed), &base, fleet, false, ReasonAnswered},
-		{"a failed run with nothing changed is not retried", answered(requested(gpuNode("n", 8), 1), "r", v1alpha1.AcceptanceFailed), &base, fleet, false, ReasonAnswered},
-		{"a change of the policy's spec asks again", answered(requested(gpuNode("n", 8), 1), "r", v1alpha1.AcceptancePassed), &base, changedPolicy, true, ReasonPolicyChanged},
-		{"another policy winning asks again", answered(requested(gpuNode("n", 8), 1), "r", v1alpha1.AcceptancePassed), &base, policy("other", 1, nil, 8), true, ReasonPolicyChanged},
-		{"a changed inventory asks again", answered(requested(gpuNode("n", 7), 1), "r", v1alpha1.AcceptancePassed), &base, fleet, true, ReasonInventoryChanged},
+		{"a node whose agent has not published its inventory waits", &v1alpha1.GPUNode{Spec: v1alpha1.GPUNodeSpec{NodeName: "n"}}, nil, fleet, false, v1alpha1.ReasonWaitingForInventory},
+		{"a new node never accepted is asked for acceptance", gpuNode("n", 8), nil, fleet, true, v1alpha1.ReasonNewNode},
+		{"a request the agent has not answered is not repeated", requested(gpuNode("n", 8), 1), &base, fleet, false, v1alpha1.ReasonPending},
+		{"an outstanding request is not repeated even when the policy changed", requested(gpuNode("n", 8), 1), &base, changedPolicy, false, v1alpha1.ReasonPending},
+		{"an answered request with nothing changed asks nothing", answered(requested(gpuNode("n", 8), 1), "r", v1alpha1.AcceptancePassed), &base, fleet, false, v1alpha1.ReasonAnswered},
+		{"a failed run with nothing changed is not retried", answered(requested(gpuNode("n", 8), 1), "r", v1alpha1.AcceptanceFailed), &base, fleet, false, v1alpha1.ReasonAnswered},
+		{"a change of the policy's spec asks again", answered(requested(gpuNode("n", 8), 1), "r", v1alpha1.AcceptancePassed), &base, changedPolicy, true, v1alpha1.ReasonPolicyChanged},
+		{"another policy winning asks again", answered(requested(gpuNode("n", 8), 1), "r", v1alpha1.AcceptancePassed), &base, policy("other", 1, nil, 8), true, v1alpha1.ReasonPolicyChanged},
+		{"a changed inventory asks again", answered(requested(gpuNode("n", 7), 1), "r", v1alpha1.AcceptancePassed), &base, fleet, true, v1alpha1.ReasonInventoryChanged},
 		{"a changed driver asks again", func() *v1alpha1.GPUNode {
 			gn := answered(requested(gpuNode("n", 8), 1), "r", v1alpha1.AcceptancePassed)
 			gn.Status.Versions.Driver = "590.10"
 			return gn
-		}(), &base, fleet, true, ReasonDriverChanged},
-		{"a request whose basis was not recorded asks again", answered(requested(gpuNode("n", 8), 1), "r", v1alpha1.AcceptancePassed), nil, fleet, true, ReasonBasisUnknown},
+		}(), &base, fleet, true, v1alpha1.ReasonDriverChanged},
+		{"a request whose basis was not recorded asks again", answered(requested(gpuNode("n", 8), 1), "r", v1alpha1.AcceptancePassed), nil, fleet, true, v1alpha1.ReasonBasisUnknown},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

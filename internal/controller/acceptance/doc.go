@@ -17,10 +17,15 @@
 // failure holds the node when the policy's layers include "kubernetes"
 // (docs/acceptance-l2.md).
 //
+// It is the one writer of the node's lifecycle: status.phase, status.holds and the
+// InService condition, decided by internal/lifecycle from the holds, the Accepted verdict,
+// the published inventory and the phase remediation claims (status.remediation.phase).
+//
 // The decisions are pure functions of the GPUNode, the Node, the policies, the record, the
-// pods on the node and a clock (decide.go, evaluate.go, phase.go, liveness.go,
-// kubernetes_*.go); Reconciler applies them in ordered, re-entrant phases and writes
-// status once, at the end of each pass.
+// pods on the node and a clock (decide.go, evaluate.go, liveness.go, kubernetes_*.go,
+// internal/lifecycle); Reconciler applies them in ordered, re-entrant phases and applies
+// the status fields it owns once, at the end of each pass, with server-side apply as
+// gpunode-acceptance (apply.go).
 //
 // The protocol with the agent: the controller raises spec.acceptanceGeneration (and sets
 // spec.acceptanceReason); the agent runs acceptance whenever that number is above

@@ -34,22 +34,22 @@ func Evaluate(gn *v1alpha1.GPUNode, policy *v1alpha1.GPUNodePolicy, record *v1al
 		return mismatch("record-generation: record %s answers acceptance generation %d, %d requested",
 			record.Name, rs.AcceptanceGeneration, gn.Spec.AcceptanceGeneration)
 	case rs.Result != v1alpha1.AcceptancePassed:
-		return Verdict{Reason: ReasonRunFailed, Message: failedRunMessage(record)}
+		return Verdict{Reason: v1alpha1.ReasonRunFailed, Message: failedRunMessage(record)}
 	}
 	if msg := checkExpectation(expectationFor(policy, gn.Status.AcceleratorClass), rs.GPUs); msg != "" {
-		return Verdict{Reason: ReasonExpectationNotMet, Message: msg}
+		return Verdict{Reason: v1alpha1.ReasonExpectationNotMet, Message: msg}
 	}
 	under := fmt.Sprintf("policy %q", policy.Name)
 	if nodepolicy.IsBuiltIn(policy) {
 		under = "the built-in defaults (no GPUNodePolicy selects the node)"
 	}
-	return Verdict{Accepted: true, Reason: ReasonPassed, Message: fmt.Sprintf(
+	return Verdict{Accepted: true, Reason: v1alpha1.ReasonPassed, Message: fmt.Sprintf(
 		"record %s passed (%d pass, %d warn, %d skip) under %s", record.Name,
 		rs.Summary.Pass, rs.Summary.Warn, rs.Summary.Skip, under)}
 }
 
 func mismatch(format string, args ...any) Verdict {
-	return Verdict{Reason: ReasonRecordMismatch, Message: fmt.Sprintf(format, args...)}
+	return Verdict{Reason: v1alpha1.ReasonRecordMismatch, Message: fmt.Sprintf(format, args...)}
 }
 
 // failedRunMessage names the first failed checks of a failed run.

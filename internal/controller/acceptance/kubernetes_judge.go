@@ -11,21 +11,6 @@ import (
 	v1alpha1 "github.com/gpunode/gpunode/api/v1alpha1"
 )
 
-// ConditionKubernetesInventory is the verdict of layer L2 on the latest answered record:
-// True when no L2 check failed. Its message starts with "record <name>:" and lists every
-// check that did not pass.
-const ConditionKubernetesInventory = "KubernetesInventory"
-
-// Reasons of ConditionKubernetesInventory, and the Accepted reason of a run held by L2.
-const (
-	ReasonKubernetesPassed = "Passed"
-	ReasonKubernetesWarned = "Warned"
-	ReasonKubernetesFailed = "Failed"
-	// ReasonKubernetesCheckFailed: the record passed, but an L2 check failed under a policy
-	// whose layers include kubernetes.
-	ReasonKubernetesCheckFailed = "KubernetesCheckFailed"
-)
-
 // KubernetesGates reports whether policy makes L2 a condition of acceptance: its layers
 // name "kubernetes". Empty layers mean the node-local layers only (docs/decisions.md): L2
 // is then judged and reported, but does not hold the node.
@@ -53,7 +38,7 @@ func (j KubernetesJudgement) Failed() []v1alpha1.Check {
 	return out
 }
 
-// Condition is ConditionKubernetesInventory's status, reason and message for j.
+// Condition is v1alpha1.ConditionKubernetesInventory's status, reason and message for j.
 func (j KubernetesJudgement) Condition() (metav1.ConditionStatus, string, string) {
 	counts := map[v1alpha1.CheckStatus]int{}
 	var notes []string
@@ -79,11 +64,11 @@ func (j KubernetesJudgement) Condition() (metav1.ConditionStatus, string, string
 	}
 	switch {
 	case counts[statusFail] > 0:
-		return metav1.ConditionFalse, ReasonKubernetesFailed, msg
+		return metav1.ConditionFalse, v1alpha1.ReasonKubernetesFailed, msg
 	case counts[statusWarn] > 0:
-		return metav1.ConditionTrue, ReasonKubernetesWarned, msg
+		return metav1.ConditionTrue, v1alpha1.ReasonKubernetesWarned, msg
 	}
-	return metav1.ConditionTrue, ReasonKubernetesPassed, msg
+	return metav1.ConditionTrue, v1alpha1.ReasonKubernetesPassed, msg
 }
 
 func recordPrefix(record string) string { return "record " + record + ": " }
@@ -104,7 +89,7 @@ func (j KubernetesJudgement) Apply(v Verdict) Verdict {
 		}
 		msg += fmt.Sprintf(" (and %s)", strings.Join(ids, ", "))
 	}
-	return Verdict{Reason: ReasonKubernetesCheckFailed, Message: fmt.Sprintf("%s (record %s)", msg, j.Record)}
+	return Verdict{Reason: v1alpha1.ReasonKubernetesCheckFailed, Message: fmt.Sprintf("%s (record %s)", msg, j.Record)}
 }
 
 // NeedKubernetesJudgement decides whether this pass judges L2 for record again. L2 is
@@ -114,7 +99,7 @@ func (j KubernetesJudgement) Apply(v Verdict) Verdict {
 // gate on entry, and L2 drift on an accepted node (a device-plugin restart) is not a
 // reason to take it out of service again.
 func NeedKubernetesJudgement(gn *v1alpha1.GPUNode, record string, gates, recordAccepted bool) bool {
-	prior := meta.FindStatusCondition(gn.Status.Conditions, ConditionKubernetesInventory)
+	prior := meta.FindStatusCondition(gn.Status.Conditions, v1alpha1.ConditionKubernetesInventory)
 	if prior == nil || !strings.HasPrefix(prior.Message, recordPrefix(record)) {
 		return true
 	}

@@ -45,13 +45,13 @@ func TestTheKubernetesInventoryCondition(t *testing.T) {
 	}{
 		{"all passing checks give True/Passed with the counts",
 			KubernetesJudgement{Record: "node-a-1", Gates: true, Checks: []v1alpha1.Check{check(CheckNodeReady, statusPass, "ok"), check(CheckDevicePlugin, statusSkip, "none")}},
-			metav1.ConditionTrue, ReasonKubernetesPassed, []string{"record node-a-1: 1 pass, 0 warn, 0 fail, 1 skip (gating", "kubernetes.device-plugin skip: none"}},
+			metav1.ConditionTrue, v1alpha1.ReasonKubernetesPassed, []string{"record node-a-1: 1 pass, 0 warn, 0 fail, 1 skip (gating", "kubernetes.device-plugin skip: none"}},
 		{"a warning gives True/Warned and names it",
 			KubernetesJudgement{Record: "node-a-1", Gates: true, Checks: []v1alpha1.Check{check(CheckTaints, statusWarn, "cordoned")}},
-			metav1.ConditionTrue, ReasonKubernetesWarned, []string{"kubernetes.taints warn: cordoned"}},
+			metav1.ConditionTrue, v1alpha1.ReasonKubernetesWarned, []string{"kubernetes.taints warn: cordoned"}},
 		{"a failure gives False/Failed with its evidence",
 			KubernetesJudgement{Record: "node-a-1", Checks: []v1alpha1.Check{{ID: CheckAllocatable, Status: statusFail, Message: "0 allocatable", Evidence: []string{"allocatable: none"}}}},
-			metav1.ConditionFalse, ReasonKubernetesFailed, []string{"kubernetes.allocatable fail: 0 allocatable [allocatable: none]", "(advisory: the policy's layers do not include kubernetes)"}},
+			metav1.ConditionFalse, v1alpha1.ReasonKubernetesFailed, []string{"kubernetes.allocatable fail: 0 allocatable [allocatable: none]", "(advisory: the policy's layers do not include kubernetes)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -69,8 +69,8 @@ func TestTheKubernetesInventoryCondition(t *testing.T) {
 }
 
 func TestApplyingTheKubernetesJudgementToTheRecordsVerdict(t *testing.T) {
-	passed := Verdict{Accepted: true, Reason: ReasonPassed, Message: "record node-a-1 passed"}
-	failedRun := Verdict{Reason: ReasonRunFailed, Message: "acceptance-failed: 1 checks failed: hardware.ecc"}
+	passed := Verdict{Accepted: true, Reason: v1alpha1.ReasonPassed, Message: "record node-a-1 passed"}
+	failedRun := Verdict{Reason: v1alpha1.ReasonRunFailed, Message: "acceptance-failed: 1 checks failed: hardware.ecc"}
 	failing := []v1alpha1.Check{check(CheckNodeReady, statusPass, "ok"), check(CheckAllocatable, statusFail, "0 allocatable, 8 expected"),
 		check(CheckLabels, statusFail, "label missing"), check(CheckTaints, statusWarn, "cordoned")}
 	tests := []struct {
@@ -81,7 +81,7 @@ func TestApplyingTheKubernetesJudgementToTheRecordsVerdict(t *testing.T) {
 	}{
 		{"a gating failure holds a passed record, the first failed check's ID leading",
 			KubernetesJudgement{Record: "node-a-1", Gates: true, Checks: failing}, passed,
-			Verdict{Reason: ReasonKubernetesCheckFailed, Message: "kubernetes.allocatable: 0 allocatable, 8 expected (and kubernetes.labels) (record node-a-1)"}},
+			Verdict{Reason: v1alpha1.ReasonKubernetesCheckFailed, Message: "kubernetes.allocatable: 0 allocatable, 8 expected (and kubernetes.labels) (record node-a-1)"}},
 		{"an advisory failure leaves a passed record accepted", KubernetesJudgement{Record: "node-a-1", Checks: failing}, passed, passed},
 		{"warnings alone leave a passed record accepted",
 			KubernetesJudgement{Record: "node-a-1", Gates: true, Checks: []v1alpha1.Check{check(CheckTaints, statusWarn, "cordoned")}}, passed, passed},
@@ -99,8 +99,8 @@ func TestApplyingTheKubernetesJudgementToTheRecordsVerdict(t *testing.T) {
 func TestWhenLayerKubernetesIsJudgedAgain(t *testing.T) {
 	judgedWith := func(record string, status metav1.ConditionStatus) *v1alpha1.GPUNode {
 		gn := gpuNode("node-a", 8)
-		meta.SetStatusCondition(&gn.Status.Conditions, metav1.Condition{Type: ConditionKubernetesInventory, Status: status,
-			Reason: ReasonKubernetesFailed, Message: recordPrefix(record) + "0 pass, 0 warn, 1 fail, 0 skip"})
+		meta.SetStatusCondition(&gn.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionKubernetesInventory, Status: status,
+			Reason: v1alpha1.ReasonKubernetesFailed, Message: recordPrefix(record) + "0 pass, 0 warn, 1 fail, 0 skip"})
 		return gn
 	}
 	tests := []struct {

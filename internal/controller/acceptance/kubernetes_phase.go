@@ -27,7 +27,7 @@ const podNodeNameField = "spec.nodeName"
 // KubernetesInventory, an Event on the GPUNode when it changes, and, while a gating check
 // fails, another pass after the recheck interval (the Node's status is not watched).
 func (r *Reconciler) judgeKubernetes(ctx context.Context, s *scope, record *v1alpha1.AcceptanceRecord, v Verdict) (Verdict, error) {
-	if v.Reason == ReasonRecordMismatch {
+	if v.Reason == v1alpha1.ReasonRecordMismatch {
 		return v, nil
 	}
 	gates := KubernetesGates(s.policy)
@@ -43,12 +43,12 @@ func (r *Reconciler) judgeKubernetes(ctx context.Context, s *scope, record *v1al
 		Checks: KubernetesChecks(KubernetesFacts{Node: s.node, GPUNode: s.gn, Pods: pods.Items}),
 	}
 	status, reason, msg := j.Condition()
-	if r.setCondition(s.gn, ConditionKubernetesInventory, status, reason, msg) {
+	if r.setCondition(s.gn, v1alpha1.ConditionKubernetesInventory, status, reason, msg) {
 		typ := corev1.EventTypeNormal
-		if reason != ReasonKubernetesPassed {
+		if reason != v1alpha1.ReasonKubernetesPassed {
 			typ = corev1.EventTypeWarning
 		}
-		r.Recorder.Eventf(s.gn, s.node, typ, ConditionKubernetesInventory+reason, "JudgeKubernetes", "%s", truncate(msg, maxEventNote))
+		r.Recorder.Eventf(s.gn, s.node, typ, v1alpha1.ConditionKubernetesInventory+reason, "JudgeKubernetes", "%s", truncate(msg, maxEventNote))
 	}
 	failed := j.Failed()
 	log.FromContext(ctx).V(1).Info("judged layer kubernetes", "record", record.Name, "gates", gates,

@@ -77,11 +77,11 @@ func TestANodeWithoutAllocatableGPUsStaysHeldUntilTheyAppearWhenThePolicyGatesOn
 
 	answer(t, c, "node-l2", 1, v1alpha1.AcceptancePassed, 8)
 	gn := waitGPUNode(t, c, "node-l2", "Accepted=False", func(gn *v1alpha1.GPUNode) bool {
-		return condition(gn, ConditionAccepted).Status == metav1.ConditionFalse
+		return condition(gn, v1alpha1.ConditionAccepted).Status == metav1.ConditionFalse
 	})
 	const want = "kubernetes.allocatable: nvidia.com/gpu is not allocatable, 8 expected: no device plugin has registered the GPUs (record node-l2-1)"
-	if cond := condition(gn, ConditionAccepted); cond.Reason != ReasonKubernetesCheckFailed || cond.Message != want {
-		t.Errorf("Accepted condition = %s: %q, want %s: %q", cond.Reason, cond.Message, ReasonKubernetesCheckFailed, want)
+	if cond := condition(gn, v1alpha1.ConditionAccepted); cond.Reason != v1alpha1.ReasonKubernetesCheckFailed || cond.Message != want {
+		t.Errorf("Accepted condition = %s: %q, want %s: %q", cond.Reason, cond.Message, v1alpha1.ReasonKubernetesCheckFailed, want)
 	}
 	if len(gn.Status.Holds) != 1 || gn.Status.Holds[0].Owner != v1alpha1.HoldOwnerAcceptance || !strings.HasPrefix(gn.Status.Holds[0].Reason, "kubernetes.allocatable") {
 		t.Errorf("status holds = %+v, want the acceptance hold with reason kubernetes.allocatable", gn.Status.Holds)
@@ -91,11 +91,11 @@ func TestANodeWithoutAllocatableGPUsStaysHeldUntilTheyAppearWhenThePolicyGatesOn
 	}) {
 		t.Errorf("taints = %v, want unschedulable with the reason kubernetes.allocatable", got)
 	}
-	l2 := condition(gn, ConditionKubernetesInventory)
-	if l2.Status != metav1.ConditionFalse || l2.Reason != ReasonKubernetesFailed || !strings.HasPrefix(l2.Message, "record node-l2-1: 4 pass, 0 warn, 1 fail, 1 skip (gating") {
+	l2 := condition(gn, v1alpha1.ConditionKubernetesInventory)
+	if l2.Status != metav1.ConditionFalse || l2.Reason != v1alpha1.ReasonKubernetesFailed || !strings.HasPrefix(l2.Message, "record node-l2-1: 4 pass, 0 warn, 1 fail, 1 skip (gating") {
 		t.Errorf("KubernetesInventory condition = %s/%s %q, want False/Failed for record node-l2-1 with 1 failure", l2.Status, l2.Reason, l2.Message)
 	}
-	if note := waitEventReason(t, c, "node-l2", ConditionKubernetesInventory+ReasonKubernetesFailed); !strings.Contains(note, "kubernetes.allocatable fail") {
+	if note := waitEventReason(t, c, "node-l2", v1alpha1.ConditionKubernetesInventory+v1alpha1.ReasonKubernetesFailed); !strings.Contains(note, "kubernetes.allocatable fail") {
 		t.Errorf("the L2 event's note %q does not name the failed check", note)
 	}
 	if gn.Status.Phase != v1alpha1.PhaseAccepting {
@@ -106,10 +106,10 @@ func TestANodeWithoutAllocatableGPUsStaysHeldUntilTheyAppearWhenThePolicyGatesOn
 	start := time.Now()
 	gn = waitGPUNode(t, c, "node-l2", "InService", func(gn *v1alpha1.GPUNode) bool { return gn.Status.Phase == v1alpha1.PhaseInService })
 	t.Logf("released %s after the GPUs became allocatable (recheck every 250ms)", time.Since(start).Round(time.Millisecond))
-	if cond := condition(gn, ConditionAccepted); cond.Status != metav1.ConditionTrue || cond.Reason != ReasonPassed {
+	if cond := condition(gn, v1alpha1.ConditionAccepted); cond.Status != metav1.ConditionTrue || cond.Reason != v1alpha1.ReasonPassed {
 		t.Errorf("Accepted condition = %+v, want True/Passed", cond)
 	}
-	if l2 := condition(gn, ConditionKubernetesInventory); l2.Status != metav1.ConditionTrue || l2.Reason != ReasonKubernetesPassed {
+	if l2 := condition(gn, v1alpha1.ConditionKubernetesInventory); l2.Status != metav1.ConditionTrue || l2.Reason != v1alpha1.ReasonKubernetesPassed {
 		t.Errorf("KubernetesInventory condition = %s/%s %q, want True/Passed", l2.Status, l2.Reason, l2.Message)
 	}
 	if got := taints(t, c, "node-l2"); len(got) != 0 || len(gn.Status.Holds) != 0 {
@@ -137,10 +137,10 @@ func TestLayerKubernetesIsReportedButDoesNotHoldWhenThePolicyLeavesItOut(t *test
 
 	answer(t, c, "node-l2-advisory", 1, v1alpha1.AcceptancePassed, 8)
 	gn := waitGPUNode(t, c, "node-l2-advisory", "InService", func(gn *v1alpha1.GPUNode) bool { return gn.Status.Phase == v1alpha1.PhaseInService })
-	l2 := condition(gn, ConditionKubernetesInventory)
+	l2 := condition(gn, v1alpha1.ConditionKubernetesInventory)
 	if l2.Status != metav1.ConditionFalse || !strings.Contains(l2.Message, "(advisory: the policy's layers do not include kubernetes)") ||
 		!strings.Contains(l2.Message, "kubernetes.allocatable fail") {
 		t.Errorf("KubernetesInventory condition = %s %q, want False, advisory, naming kubernetes.allocatable", l2.Status, l2.Message)
 	}
-	waitEventReason(t, c, "node-l2-advisory", ConditionKubernetesInventory+ReasonKubernetesFailed)
+	waitEventReason(t, c, "node-l2-advisory", v1alpha1.ConditionKubernetesInventory+v1alpha1.ReasonKubernetesFailed)
 }

@@ -16,18 +16,6 @@ import (
 // set none): four of the agent's default 30 s intervals.
 const DefaultAgentLostAfter = 2 * time.Minute
 
-// Condition AgentHeartbeat, set by the controller: True while the agent's heartbeat is
-// fresh, False while the agent is lost, Unknown when it is not judged.
-const (
-	ConditionAgentHeartbeat = "AgentHeartbeat"
-
-	ReasonHeartbeatFresh        = "HeartbeatFresh"
-	ReasonAgentLost             = "AgentLost"
-	ReasonWaitingForHealthyGPUs = "WaitingForHealthyGPUs"
-	ReasonNoHeartbeat           = "NoHeartbeat"
-	ReasonHeartbeatNotChecked   = "HeartbeatNotChecked"
-)
-
 // AgentLostAfter is how long policy lets a node's agent go without a heartbeat: its
 // spec.agentLostAfter, or DefaultAgentLostAfter when it sets none. 0 turns the check off.
 func AgentLostAfter(policy *v1alpha1.GPUNodePolicy) time.Duration {
@@ -66,10 +54,10 @@ func DecideAgent(st *v1alpha1.GPUNodeStatus, policy *v1alpha1.GPUNodePolicy, hel
 	limit := AgentLostAfter(policy)
 	switch {
 	case limit == 0:
-		return AgentVerdict{Status: metav1.ConditionUnknown, Reason: ReasonHeartbeatNotChecked,
+		return AgentVerdict{Status: metav1.ConditionUnknown, Reason: v1alpha1.ReasonHeartbeatNotChecked,
 			Message: fmt.Sprintf("%s sets agentLostAfter 0s: the agent's heartbeat is not checked", describePolicy(policy))}
 	case st.Agent == nil || st.Agent.HeartbeatTime.IsZero():
-		return AgentVerdict{Status: metav1.ConditionUnknown, Reason: ReasonNoHeartbeat,
+		return AgentVerdict{Status: metav1.ConditionUnknown, Reason: v1alpha1.ReasonNoHeartbeat,
 			Message: "the agent has sent no heartbeat (status.agent.heartbeatTime) yet: a new node, or an agent that predates heartbeats; it is not judged lost"}
 	}
 	beat := st.Agent.HeartbeatTime.Time
@@ -78,18 +66,18 @@ func DecideAgent(st *v1alpha1.GPUNodeStatus, policy *v1alpha1.GPUNodePolicy, hel
 		from = watchingSince
 	}
 	if now.Sub(from) >= limit {
-		return AgentVerdict{Hold: true, Status: metav1.ConditionFalse, Reason: ReasonAgentLost, Message: fmt.Sprintf(
+		return AgentVerdict{Hold: true, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonAgentLost, Message: fmt.Sprintf(
 			"%s: no heartbeat from the agent since %s (%s allows %s): the node is held until the agent is back and its GPUs are healthy",
 			v1alpha1.HoldReasonAgentLost, beat.UTC().Format(time.RFC3339), describePolicy(policy), limit)}
 	}
 	recheck := from.Add(limit).Sub(now)
 	if held {
 		if why := healthyGPUs(st); why != "" {
-			return AgentVerdict{Hold: true, Status: metav1.ConditionTrue, Reason: ReasonWaitingForHealthyGPUs, Recheck: recheck,
+			return AgentVerdict{Hold: true, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonWaitingForHealthyGPUs, Recheck: recheck,
 				Message: "the agent is back; the node stays held (" + v1alpha1.HoldReasonAgentLost + ") until its GPUs are healthy: " + why}
 		}
 	}
-	return AgentVerdict{Status: metav1.ConditionTrue, Reason: ReasonHeartbeatFresh, Recheck: recheck, Message: fmt.Sprintf(
+	return AgentVerdict{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonHeartbeatFresh, Recheck: recheck, Message: fmt.Sprintf(
 		"the agent's heartbeat is fresh; the node is held when none comes for %s (%s)", limit, describePolicy(policy))}
 }
 

@@ -38,7 +38,7 @@ func (r *Reconciler) liveness(ctx context.Context, s *scope) error {
 	_, held := holds.Find(v1alpha1.HoldOwnerLiveness)
 	v := DecideAgent(&s.gn.Status, s.policy, held, r.watchingSince(), r.Clock.Now())
 	requeueWithin(s, v.Recheck)
-	r.setCondition(s.gn, ConditionAgentHeartbeat, v.Status, v.Reason, v.Message)
+	r.setCondition(s.gn, v1alpha1.ConditionAgentHeartbeat, v.Status, v.Reason, v.Message)
 	ops := nodeops.Ops{Client: r.Client, Clock: r.Clock.Now}
 	switch {
 	case v.Hold && !held:
@@ -52,7 +52,7 @@ func (r *Reconciler) liveness(ctx context.Context, s *scope) error {
 			return fmt.Errorf("release GPUNode %q, its agent back: %w", s.gn.Name, err)
 		}
 		msg := "the agent is back and its GPUs are healthy: the " + v1alpha1.HoldReasonAgentLost + " hold is released"
-		if v.Reason == ReasonHeartbeatNotChecked || v.Reason == ReasonNoHeartbeat {
+		if v.Reason == v1alpha1.ReasonHeartbeatNotChecked || v.Reason == v1alpha1.ReasonNoHeartbeat {
 			msg = "the " + v1alpha1.HoldReasonAgentLost + " hold is released: " + v.Message
 		}
 		r.Recorder.Eventf(s.gn, s.node, corev1.EventTypeNormal, EventAgentBack, "Release", "%s", msg)

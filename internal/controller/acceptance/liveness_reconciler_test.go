@@ -116,9 +116,9 @@ func TestANodeWhoseAgentStopsHeartbeatingIsHeldAgentLostAndReleasedWhenItIsBackA
 	waitGPUNode(t, c, "node-live", "acceptance to be requested", func(gn *v1alpha1.GPUNode) bool { return gn.Spec.AcceptanceGeneration == 1 })
 	answer(t, c, "node-live", 1, v1alpha1.AcceptancePassed, 8)
 	gn := waitGPUNode(t, c, "node-live", "InService with a fresh heartbeat", func(gn *v1alpha1.GPUNode) bool {
-		return gn.Status.Phase == v1alpha1.PhaseInService && condition(gn, ConditionAgentHeartbeat).Reason == ReasonHeartbeatFresh
+		return gn.Status.Phase == v1alpha1.PhaseInService && condition(gn, v1alpha1.ConditionAgentHeartbeat).Reason == v1alpha1.ReasonHeartbeatFresh
 	})
-	if cond := condition(gn, ConditionAgentHeartbeat); cond.Status != metav1.ConditionTrue {
+	if cond := condition(gn, v1alpha1.ConditionAgentHeartbeat); cond.Status != metav1.ConditionTrue {
 		t.Errorf("AgentHeartbeat = %+v, want True", cond)
 	}
 
@@ -128,8 +128,8 @@ func TestANodeWhoseAgentStopsHeartbeatingIsHeldAgentLostAndReleasedWhenItIsBackA
 	gn = waitGPUNode(t, c, "node-live", "AgentLost", func(gn *v1alpha1.GPUNode) bool {
 		return gn.Status.Phase == v1alpha1.PhaseAgentLost && heldByLiveness(gn)
 	})
-	cond := condition(gn, ConditionAgentHeartbeat)
-	if cond.Status != metav1.ConditionFalse || cond.Reason != ReasonAgentLost {
+	cond := condition(gn, v1alpha1.ConditionAgentHeartbeat)
+	if cond.Status != metav1.ConditionFalse || cond.Reason != v1alpha1.ReasonAgentLost {
 		t.Errorf("AgentHeartbeat = %+v, want False/AgentLost", cond)
 	}
 	if got := taints(t, c, "node-live"); !slices.Contains(got, v1alpha1.TaintUnschedulable+"="+v1alpha1.HoldReasonAgentLost) {
@@ -145,7 +145,7 @@ func TestANodeWhoseAgentStopsHeartbeatingIsHeldAgentLostAndReleasedWhenItIsBackA
 	publishGPUHealth(t, c, "node-live", v1alpha1.HealthUnhealthy)
 	startBeating(t, c, "node-live")
 	gn = waitGPUNode(t, c, "node-live", "the agent back, waiting for healthy GPUs", func(gn *v1alpha1.GPUNode) bool {
-		return condition(gn, ConditionAgentHeartbeat).Reason == ReasonWaitingForHealthyGPUs
+		return condition(gn, v1alpha1.ConditionAgentHeartbeat).Reason == v1alpha1.ReasonWaitingForHealthyGPUs
 	})
 	if !heldByLiveness(gn) || gn.Status.Phase != v1alpha1.PhaseAgentLost {
 		t.Errorf("back with an unhealthy GPU: phase %s, holds %+v; want still AgentLost and held", gn.Status.Phase, gn.Status.Holds)
@@ -159,7 +159,7 @@ func TestANodeWhoseAgentStopsHeartbeatingIsHeldAgentLostAndReleasedWhenItIsBackA
 	if got := taints(t, c, "node-live"); len(got) != 0 || len(gn.Status.Holds) != 0 {
 		t.Errorf("a node whose agent is back still carries taints %v and holds %v", got, gn.Status.Holds)
 	}
-	if cond := condition(gn, ConditionAgentHeartbeat); cond.Status != metav1.ConditionTrue || cond.Reason != ReasonHeartbeatFresh {
+	if cond := condition(gn, v1alpha1.ConditionAgentHeartbeat); cond.Status != metav1.ConditionTrue || cond.Reason != v1alpha1.ReasonHeartbeatFresh {
 		t.Errorf("AgentHeartbeat = %+v, want True/HeartbeatFresh", cond)
 	}
 	waitEventOf(t, c, "GPUNode", "node-live", corev1.EventTypeNormal, EventAgentBack)
@@ -174,7 +174,7 @@ func TestANodeWhoseAgentNeverSentAHeartbeatIsNotHeldForIt(t *testing.T) {
 	waitGPUNode(t, c, "node-silent", "acceptance to be requested", func(gn *v1alpha1.GPUNode) bool { return gn.Spec.AcceptanceGeneration == 1 })
 	answer(t, c, "node-silent", 1, v1alpha1.AcceptancePassed, 8)
 	gn := waitGPUNode(t, c, "node-silent", "InService", func(gn *v1alpha1.GPUNode) bool {
-		return gn.Status.Phase == v1alpha1.PhaseInService && condition(gn, ConditionAgentHeartbeat).Reason == ReasonNoHeartbeat
+		return gn.Status.Phase == v1alpha1.PhaseInService && condition(gn, v1alpha1.ConditionAgentHeartbeat).Reason == v1alpha1.ReasonNoHeartbeat
 	})
 	time.Sleep(2 * time.Second) // twice the limit
 	if err := c.Get(t.Context(), client.ObjectKeyFromObject(gn), gn); err != nil {

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1alpha1 "github.com/gpunode/gpunode/api/v1alpha1"
+	"github.com/gpunode/gpunode/internal/lifecycle"
 	"github.com/gpunode/gpunode/internal/nodeops"
 	"github.com/gpunode/gpunode/internal/nodepolicy"
 )
@@ -52,13 +53,13 @@ func (r *Reconciler) selectPolicy(ctx context.Context, s *scope) error {
 	}
 	if policy == nil {
 		s.policy = nodepolicy.BuiltIn()
-		r.setCondition(s.gn, ConditionPolicySelected, metav1.ConditionTrue, ReasonBuiltInDefaults, fmt.Sprintf(
+		r.setCondition(s.gn, v1alpha1.ConditionPolicySelected, metav1.ConditionTrue, v1alpha1.ReasonBuiltInDefaults, fmt.Sprintf(
 			"no GPUNodePolicy selects Node %q: the built-in defaults apply (acceptance as `gpunode accept` without --policy, remediation's defaults, agentLostAfter %s)",
 			s.node.Name, DefaultAgentLostAfter))
 		return nil
 	}
 	s.policy = policy
-	r.setCondition(s.gn, ConditionPolicySelected, metav1.ConditionTrue, ReasonSelected,
+	r.setCondition(s.gn, v1alpha1.ConditionPolicySelected, metav1.ConditionTrue, v1alpha1.ReasonSelected,
 		fmt.Sprintf("GPUNodePolicy %q (priority %d, generation %d)", policy.Name, policy.Spec.Priority, policy.Generation))
 	return nil
 }
@@ -69,8 +70,8 @@ func (r *Reconciler) selectPolicy(ctx context.Context, s *scope) error {
 func (r *Reconciler) evaluate(ctx context.Context, s *scope) error {
 	gn := s.gn
 	if s.node == nil || s.policy == nil || gn.Spec.AcceptanceGeneration == 0 || Outstanding(gn) {
-		if meta.FindStatusCondition(gn.Status.Conditions, ConditionAccepted) == nil {
-			r.setCondition(gn, ConditionAccepted, metav1.ConditionUnknown, ReasonNeverRun, "no acceptance run has been judged yet")
+		if meta.FindStatusCondition(gn.Status.Conditions, v1alpha1.ConditionAccepted) == nil {
+			r.setCondition(gn, v1alpha1.ConditionAccepted, metav1.ConditionUnknown, v1alpha1.ReasonNeverRun, "no acceptance run has been judged yet")
 		}
 		return nil
 	}
@@ -93,7 +94,7 @@ func (r *Reconciler) evaluate(ctx context.Context, s *scope) error {
 		if err := ops.Release(ctx, s.node.Name, v1alpha1.HoldOwnerAcceptance); err != nil {
 			return fmt.Errorf("accept GPUNode %q: %w", gn.Name, err)
 		}
-		if r.setCondition(gn, ConditionAccepted, metav1.ConditionTrue, v.Reason, v.Message) {
+		if r.setCondition(gn, v1alpha1.ConditionAccepted, metav1.ConditionTrue, v.Reason, v.Message) {
 			r.Recorder.Eventf(gn, s.node, corev1.EventTypeNormal, v.Reason, "Accept", "%s", v.Message)
 		}
 		return nil
@@ -101,7 +102,7 @@ func (r *Reconciler) evaluate(ctx context.Context, s *scope) error {
 	if err := ops.Hold(ctx, s.node.Name, v1alpha1.HoldOwnerAcceptance, v.Message); err != nil {
 		return fmt.Errorf("keep GPUNode %q held: %w", gn.Name, err)
 	}
-	if r.setCondition(gn, ConditionAccepted, metav1.ConditionFalse, v.Reason, v.Message) {
+	if r.setCondition(gn, v1alpha1.ConditionAccepted, metav1.ConditionFalse, v.Reason, v.Message) {
 		r.Recorder.Eventf(gn, s.node, corev1.EventTypeWarning, v.Reason, "Hold", "%s", v.Message)
 		r.Recorder.Eventf(s.node, gn, corev1.EventTypeWarning, v.Reason, "Hold", "%s", v.Message)
 	}
@@ -120,31 +121,23 @@ func (r *Reconciler) request(ctx context.Context, s *scope) error {
 	d := DecideRequest(gn, recorded, ok, current)
 	if !d.Needed {
 		status := metav1.ConditionFalse
-		if d.Reason == ReasonPending {
+		if d.Reason == v1alpha1.ReasonPending {
 			status = metav1.ConditionTrue
 		}
-		r.setCondition(gn, ConditionAcceptanceRequested, status, d.Reason, d.Message)
+		r.setCondition(gn, v1alpha1.ConditionAcceptanceRequested, status, d.Reason, d.Message)
 		return nil
 	}
-	upd := gn.DeepCopy()
-	upd.Spec.AcceptanceGeneration++
-	upd.Spec.AcceptanceReason = truncate(d.Message, 256)
-	if upd.Annotations == nil {
-		upd.Annotations = map[string]string{}
+	if err := r.applyRequest(ctx, gn, gn.Spec.AcceptanceGeneration+1, truncate(d.Message, 256), current.Render()); err != nil {
+		return err
 	}
-	upd.Annotations[AnnotationBasis] = current.Render()
-	if err := r.Client.Patch(ctx, upd, client.MergeFromWithOptions(gn, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("request acceptance of GPUNode %q: %w", gn.Name, err)
-	}
-	// The patch's answer carries the stored status; keep this pass's status changes.
-	gn.ObjectMeta, gn.Spec = upd.ObjectMeta, upd.Spec
 	msg := fmt.Sprintf("acceptance generation %d requested: %s", gn.Spec.AcceptanceGeneration, d.Message)
-	r.setCondition(gn, ConditionAcceptanceRequested, metav1.ConditionTrue, d.Reason, msg)
+	r.setCondition(gn, v1alpha1.ConditionAcceptanceRequested, metav1.ConditionTrue, d.Reason, msg)
 	r.Recorder.Eventf(gn, s.node, corev1.EventTypeNormal, d.Reason, "RequestAcceptance", "%s", msg)
 	return nil
 }
 
-// reflect mirrors the Node's holds into status and sets the phase.
+// reflect mirrors the Node's holds into status and sets the phase and the InService
+// condition, all three decided by lifecycle.Decide: this is the one writer of the phase.
 func (r *Reconciler) reflect(ctx context.Context, s *scope) error {
 	if s.node == nil {
 		return nil
@@ -153,13 +146,17 @@ func (r *Reconciler) reflect(ctx context.Context, s *scope) error {
 	if err != nil {
 		return fmt.Errorf("read holds of GPUNode %q: %w", s.gn.Name, err)
 	}
-	s.gn.Status.Holds = StatusHolds(holds)
-	accepted := meta.IsStatusConditionTrue(s.gn.Status.Conditions, ConditionAccepted)
-	if p := RemediationPhase(s.gn); p != "" { // remediation has a claim on the node: its phase
-		s.gn.Status.Phase = p
-		return nil
+	f := lifecycle.Facts{
+		Holds:     holds,
+		Accepted:  meta.IsStatusConditionTrue(s.gn.Status.Conditions, v1alpha1.ConditionAccepted),
+		Published: InventoryPublished(s.gn),
 	}
-	s.gn.Status.Phase = DecidePhase(s.gn.Status.Phase, holds, accepted, InventoryPublished(s.gn))
+	if rem := s.gn.Status.Remediation; rem != nil {
+		f.Remediation = rem.Phase
+	}
+	out := lifecycle.Decide(f)
+	s.gn.Status.Holds, s.gn.Status.Phase = out.Holds, out.Phase
+	r.setCondition(s.gn, v1alpha1.ConditionInService, out.InService.Status, out.InService.Reason, out.InService.Message)
 	return nil
 }
 

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -179,12 +178,12 @@ type scope struct {
 	result ctrl.Result
 }
 
-// Reconcile runs the phases in order on one GPUNode and patches its status once at the
-// end, whatever happened. Every phase is re-entrant: a pass that stops half way is
-// finished by the next.
+// Reconcile runs the phases in order on one GPUNode and applies its status once at the
+// end, whatever happened but a lost race. Every phase is re-entrant: a pass that stops half
+// way is finished by the next.
 //
-// Losing an optimistic-concurrency race (the agent wrote the GPUNode meanwhile) is not an
-// error: the pass is run again shortly, on the newer object.
+// Losing an optimistic-concurrency race (an acceptance request decided on a GPUNode that
+// changed meanwhile) is not an error: the pass is run again shortly, on the newer object.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	gn := &v1alpha1.GPUNode{}
 	if err := r.Client.Get(ctx, req.NamespacedName, gn); err != nil {
@@ -196,8 +195,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	base := gn.DeepCopy()
 	s := &scope{gn: gn}
 	defer func() {
-		if err := r.patchStatus(ctx, base, gn); err != nil {
-			retErr = errors.Join(retErr, err)
+		// A pass whose request lost the race writes no status: the write would move the
+		// resourceVersion on again, and a pass decided on a cache that lags behind it would
+		// lose the next race too. The pass on the newer object writes it.
+		if retErr == nil || !apierrors.IsConflict(retErr) {
+			if err := r.applyStatus(ctx, base, gn); err != nil {
+				retErr = errors.Join(retErr, err)
+			}
 		}
 		if retErr != nil && apierrors.IsConflict(retErr) {
 			log.FromContext(ctx).V(1).Info("the GPUNode changed meanwhile; running the pass again", "error", retErr.Error())
@@ -213,25 +217,4 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		}
 	}
 	return s.result, nil
-}
-
-// patchStatus writes gn's status if it differs from base's, guarded by resourceVersion:
-// a concurrent write by the agent makes it fail, and the pass is run again.
-func (r *Reconciler) patchStatus(ctx context.Context, base, gn *v1alpha1.GPUNode) error {
-	gn.Status.ObservedGeneration = gn.Generation
-	for i := range gn.Status.Conditions { // a request in this pass raised the generation
-		switch gn.Status.Conditions[i].Type {
-		case ConditionPolicySelected, ConditionAcceptanceRequested, ConditionAccepted, ConditionAgentHeartbeat:
-			gn.Status.Conditions[i].ObservedGeneration = gn.Generation
-		}
-	}
-	if equality.Semantic.DeepEqual(base.Status, gn.Status) {
-		return nil
-	}
-	before := &v1alpha1.GPUNode{ObjectMeta: *gn.ObjectMeta.DeepCopy(), Spec: gn.Spec, Status: base.Status}
-	patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
-	if err := r.Client.Status().Patch(ctx, gn, patch); err != nil {
-		return fmt.Errorf("patch status of GPUNode %q: %w", gn.Name, err)
-	}
-	return nil
 }

@@ -178,8 +178,8 @@ func TestANewNodeIsAskedForAcceptanceAndReleasedWhenItPasses(t *testing.T) {
 
 	// The request (spec) and its pass's status are two writes: wait for both.
 	gn := waitGPUNode(t, c, "node-pass", "acceptance to be requested", func(gn *v1alpha1.GPUNode) bool {
-		r := condition(gn, ConditionAcceptanceRequested).Reason
-		return gn.Spec.AcceptanceGeneration == 1 && (r == ReasonNewNode || r == ReasonPending)
+		r := condition(gn, v1alpha1.ConditionAcceptanceRequested).Reason
+		return gn.Spec.AcceptanceGeneration == 1 && (r == v1alpha1.ReasonNewNode || r == v1alpha1.ReasonPending)
 	})
 	if gn.Spec.AcceptanceReason != "new node: never accepted" || gn.Status.Phase != v1alpha1.PhaseAccepting {
 		t.Errorf("after the request: reason %q, phase %s; want the new-node reason and Accepting", gn.Spec.AcceptanceReason, gn.Status.Phase)
@@ -192,8 +192,14 @@ func TestANewNodeIsAskedForAcceptanceAndReleasedWhenItPasses(t *testing.T) {
 	gn = waitGPUNode(t, c, "node-pass", "InService", func(gn *v1alpha1.GPUNode) bool {
 		return gn.Status.Phase == v1alpha1.PhaseInService
 	})
-	if cond := condition(gn, ConditionAccepted); cond.Status != metav1.ConditionTrue || cond.Reason != ReasonPassed {
+	if cond := condition(gn, v1alpha1.ConditionAccepted); cond.Status != metav1.ConditionTrue || cond.Reason != v1alpha1.ReasonPassed {
 		t.Errorf("Accepted condition = %+v, want True/Passed", cond)
+	}
+	if cond := condition(gn, v1alpha1.ConditionInService); cond.Status != metav1.ConditionTrue || cond.Reason != v1alpha1.ReasonInService {
+		t.Errorf("InService condition = %+v, want True/InService", cond)
+	}
+	if gn.Status.ObservedGeneration != gn.Generation {
+		t.Errorf("status.observedGeneration %d, want the raised spec's generation %d", gn.Status.ObservedGeneration, gn.Generation)
 	}
 	if got := taints(t, c, "node-pass"); len(got) != 0 || len(gn.Status.Holds) != 0 {
 		t.Errorf("an accepted node still carries taints %v and holds %v", got, gn.Status.Holds)
@@ -209,9 +215,9 @@ func TestANodeWithFewerGPUsThanItsClassStaysHeldWithTheReasonAndAnEvent(t *testi
 	answer(t, c, "node-short", 1, v1alpha1.AcceptancePassed, 7)
 	const want = "gpu-count: 7 GPUs found, 8 expected"
 	gn := waitGPUNode(t, c, "node-short", "Accepted=False", func(gn *v1alpha1.GPUNode) bool {
-		return condition(gn, ConditionAccepted).Status == metav1.ConditionFalse
+		return condition(gn, v1alpha1.ConditionAccepted).Status == metav1.ConditionFalse
 	})
-	if cond := condition(gn, ConditionAccepted); cond.Reason != ReasonExpectationNotMet || cond.Message != want {
+	if cond := condition(gn, v1alpha1.ConditionAccepted); cond.Reason != v1alpha1.ReasonExpectationNotMet || cond.Message != want {
 		t.Errorf("Accepted condition = %+v, want ExpectationNotMet: %q", cond, want)
 	}
 	if gn.Status.Phase != v1alpha1.PhaseAccepting {
@@ -270,13 +276,13 @@ func TestAPolicyChangeAsksForAcceptanceAgain(t *testing.T) {
 	}
 	// The request (spec) and its condition (status) are two writes: wait for both.
 	gn := waitGPUNode(t, c, "node-change", "acceptance to be requested again", func(gn *v1alpha1.GPUNode) bool {
-		r := condition(gn, ConditionAcceptanceRequested).Reason
-		return gn.Spec.AcceptanceGeneration == 2 && (r == ReasonPolicyChanged || r == ReasonPending)
+		r := condition(gn, v1alpha1.ConditionAcceptanceRequested).Reason
+		return gn.Spec.AcceptanceGeneration == 2 && (r == v1alpha1.ReasonPolicyChanged || r == v1alpha1.ReasonPending)
 	})
 	if want := `policy "change-fleet" changed`; gn.Spec.AcceptanceReason != want {
 		t.Errorf("acceptance reason = %q, want %q", gn.Spec.AcceptanceReason, want)
 	}
-	if cond := condition(gn, ConditionAcceptanceRequested); cond.Reason != ReasonPolicyChanged && cond.Reason != ReasonPending {
+	if cond := condition(gn, v1alpha1.ConditionAcceptanceRequested); cond.Reason != v1alpha1.ReasonPolicyChanged && cond.Reason != v1alpha1.ReasonPending {
 		t.Errorf("AcceptanceRequested condition = %+v, want PolicyChanged or Pending", cond)
 	}
 }
@@ -285,9 +291,9 @@ func TestANodeNoPolicySelectsIsAcceptedUnderTheBuiltInDefaultsAndReleased(t *tes
 	c := startController(t)
 	join(t, c, "node-orphan", 8, map[string]string{"fleet": "none-selects-this"})
 	gn := waitGPUNode(t, c, "node-orphan", "acceptance to be requested under the built-in defaults", func(gn *v1alpha1.GPUNode) bool {
-		return gn.Spec.AcceptanceGeneration == 1 && condition(gn, ConditionPolicySelected).Reason == ReasonBuiltInDefaults
+		return gn.Spec.AcceptanceGeneration == 1 && condition(gn, v1alpha1.ConditionPolicySelected).Reason == v1alpha1.ReasonBuiltInDefaults
 	})
-	cond := condition(gn, ConditionPolicySelected)
+	cond := condition(gn, v1alpha1.ConditionPolicySelected)
 	if cond.Status != metav1.ConditionTrue || !strings.Contains(cond.Message, `no GPUNodePolicy selects Node "node-orphan": the built-in defaults apply`) {
 		t.Errorf("PolicySelected = %+v, want True saying no GPUNodePolicy selects the node and the built-in defaults apply", cond)
 	}
@@ -299,7 +305,7 @@ func TestANodeNoPolicySelectsIsAcceptedUnderTheBuiltInDefaultsAndReleased(t *tes
 	gn = waitGPUNode(t, c, "node-orphan", "InService", func(gn *v1alpha1.GPUNode) bool {
 		return gn.Status.Phase == v1alpha1.PhaseInService
 	})
-	if cond := condition(gn, ConditionAccepted); cond.Status != metav1.ConditionTrue || !strings.Contains(cond.Message, "under the built-in defaults") {
+	if cond := condition(gn, v1alpha1.ConditionAccepted); cond.Status != metav1.ConditionTrue || !strings.Contains(cond.Message, "under the built-in defaults") {
 		t.Errorf("Accepted = %+v, want True under the built-in defaults", cond)
 	}
 	if got := taints(t, c, "node-orphan"); len(got) != 0 || len(gn.Status.Holds) != 0 {

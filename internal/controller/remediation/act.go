@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1alpha1 "github.com/gpunode/gpunode/api/v1alpha1"
@@ -78,7 +77,7 @@ func reasonOf(d remediation.Decision) string {
 	return d.Message
 }
 
-// persist writes the decision's State together with the requests it makes, in one update
+// persist writes the decision's State together with the requests it makes, in one apply
 // guarded by resourceVersion: a step is recorded as started in the same write that asks
 // for it, never after.
 func (r *Reconciler) persist(ctx context.Context, gn *v1alpha1.GPUNode, f remediation.Facts, d remediation.Decision) error {
@@ -89,11 +88,9 @@ func (r *Reconciler) persist(ctx context.Context, gn *v1alpha1.GPUNode, f remedi
 	if equality.Semantic.DeepEqual(upd.Annotations, gn.Annotations) && equality.Semantic.DeepEqual(upd.Spec, gn.Spec) {
 		return nil
 	}
-	if err := r.Client.Patch(ctx, upd, client.MergeFromWithOptions(gn, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := r.applyNode(ctx, gn, upd); err != nil {
 		return fmt.Errorf("persist remediation of GPUNode %q: %w", gn.Name, err)
 	}
-	// The patch's answer carries the stored status; keep this pass's view of it.
-	gn.ObjectMeta, gn.Spec = upd.ObjectMeta, upd.Spec
 	for _, a := range requested {
 		r.Recorder.Eventf(gn, nil, corev1.EventTypeNormal, d.Reason, "Request"+camel(string(a.Kind)),
 			"requested %s (id %d) for %s: %s", a.Kind, a.ID, gpuText(f.UUIDs(a.GPUs)), d.Message)

@@ -8,19 +8,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/gpunode/gpunode/api/v1alpha1"
 	"github.com/gpunode/gpunode/internal/remediation"
 )
-
-// ConditionRemediationPaused is the GPUNodePolicy condition that says whether the pool's
-// circuit breaker paused automation: True with reason CircuitBreakerOpen while it is tripped,
-// False with reason Resumed once a person resumed it.
-const ConditionRemediationPaused = "RemediationPaused"
-
-// ReasonResumed is the RemediationPaused reason after a person resumed automation.
-const ReasonResumed = "Resumed"
 
 // persistBreakers writes the breakers the plan tripped into their policies' status (with
 // the RemediationPaused condition and a Warning Event), and marks a resumed breaker's
@@ -36,12 +27,12 @@ func (r *Reconciler) persistBreakers(ctx context.Context, fl *loaded, plan remed
 		if upd == nil {
 			continue
 		}
-		if err := r.Client.Status().Patch(ctx, upd, client.MergeFromWithOptions(p, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := r.applyBreaker(ctx, p, upd); err != nil {
 			return fmt.Errorf("record the breaker of pool %q: %w", pool, err)
 		}
 		fl.policies[pool] = upd
 		if event {
-			r.Recorder.Eventf(upd, nil, corev1.EventTypeWarning, remediation.ReasonBreakerOpen, "PauseRemediation", "%s", b.Reason)
+			r.Recorder.Eventf(upd, nil, corev1.EventTypeWarning, v1alpha1.ReasonCircuitBreakerOpen, "PauseRemediation", "%s", b.Reason)
 		}
 	}
 	return nil
@@ -50,7 +41,7 @@ func (r *Reconciler) persistBreakers(ctx context.Context, fl *loaded, plan remed
 // breakerStatus is p with its status showing b, or nil when the status shows it already;
 // tripped reports a new trip (an Event is due).
 func breakerStatus(p *v1alpha1.GPUNodePolicy, b remediation.Breaker, now time.Time) (upd *v1alpha1.GPUNodePolicy, tripped bool) {
-	cond := meta.FindStatusCondition(p.Status.Conditions, ConditionRemediationPaused)
+	cond := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionRemediationPaused)
 	upd = p.DeepCopy()
 	switch {
 	case b.Tripped():
@@ -61,13 +52,13 @@ func breakerStatus(p *v1alpha1.GPUNodePolicy, b remediation.Breaker, now time.Ti
 		upd.Status.Breaker = &v1alpha1.BreakerStatus{
 			TrippedAt: metav1.NewTime(b.TrippedAt), Faulting: int32(b.Faulting), Nodes: int32(b.Nodes), Reason: truncate(b.Reason, 1024),
 		}
-		meta.SetStatusCondition(&upd.Status.Conditions, metav1.Condition{Type: ConditionRemediationPaused, Status: metav1.ConditionTrue,
-			Reason: remediation.ReasonBreakerOpen, Message: truncate(b.Reason, 32768), ObservedGeneration: p.Generation,
+		meta.SetStatusCondition(&upd.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionRemediationPaused, Status: metav1.ConditionTrue,
+			Reason: v1alpha1.ReasonCircuitBreakerOpen, Message: truncate(b.Reason, 32768), ObservedGeneration: p.Generation,
 			LastTransitionTime: metav1.NewTime(now)})
 		return upd, !recorded
 	case cond != nil && cond.Status == metav1.ConditionTrue:
-		meta.SetStatusCondition(&upd.Status.Conditions, metav1.Condition{Type: ConditionRemediationPaused, Status: metav1.ConditionFalse,
-			Reason: ReasonResumed, Message: "automation resumed at " + b.ResumedAt.UTC().Format(time.RFC3339),
+		meta.SetStatusCondition(&upd.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionRemediationPaused, Status: metav1.ConditionFalse,
+			Reason: v1alpha1.ReasonResumed, Message: "automation resumed at " + b.ResumedAt.UTC().Format(time.RFC3339),
 			ObservedGeneration: p.Generation, LastTransitionTime: metav1.NewTime(now)})
 		return upd, false
 	}

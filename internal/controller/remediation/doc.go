@@ -14,7 +14,12 @@
 //     the pool's driverPodSelector finds on the node, recorded by UID in the annotation
 //     gpunode.dev/remediation-controller-step before they are deleted; Succeeded once a
 //     replacement is Ready);
-//  4. mirror: a summary into status.remediation and status.phase, and Events.
+//  4. mirror: a summary into status.remediation, with the phase the state claims
+//     (status.remediation.phase, which the acceptance controller turns into status.phase
+//     through internal/lifecycle), and Events.
+//
+// Every write is a server-side apply as gpunode-remediation with exactly the fields it
+// owns (apply.go); the read-decide-write ones carry the object's resourceVersion.
 //
 // It runs one worker so that the budget every pass computes counts the holds the
 // previous passes placed (a pass that changes remediation's hold waits for the Node

@@ -161,10 +161,9 @@ func (r *Reconciler) recordStep(ctx context.Context, gn *v1alpha1.GPUNode, cs *C
 		upd.Annotations = map[string]string{}
 	}
 	upd.Annotations[AnnotationControllerStep] = string(b)
-	if err := r.Client.Patch(ctx, upd, client.MergeFromWithOptions(gn, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := r.applyNode(ctx, gn, upd); err != nil {
 		return nil, fmt.Errorf("record %s (request %d) of GPUNode %q: %w", cs.Step, cs.ID, gn.Name, err)
 	}
-	gn.ObjectMeta, gn.Spec = upd.ObjectMeta, upd.Spec
 	return cs, nil
 }
 

@@ -256,3 +256,12 @@ func findCondition(cs []metav1.Condition, typ string) *metav1.Condition {
 }
 
 func intstrOf(n int32) intstr.IntOrString { return intstr.FromInt32(n) }
+
+// claim is the phase the remediation controller claims for gn (status.remediation.phase),
+// which the acceptance controller turns into status.phase.
+func claim(gn *v1alpha1.GPUNode) v1alpha1.Phase {
+	if gn.Status.Remediation == nil {
+		return ""
+	}
+	return gn.Status.Remediation.Phase
+}

@@ -100,8 +100,8 @@ func TestADriverThatIsNotLoadedIsReloadedByReplacingTheDriverPod(t *testing.T) {
 	if cs, _ := ReadControllerStep(gn); cs.Outcome != v1alpha1.OutcomeSucceeded {
 		t.Fatalf("with a new Ready driver pod the step is %+v, want Succeeded", cs)
 	}
-	if gn.Spec.AcceptanceGeneration <= gen || gn.Status.Phase != v1alpha1.PhaseAccepting {
-		t.Fatalf("after the reload: acceptance generation %d (was %d), phase %s; want acceptance requested", gn.Spec.AcceptanceGeneration, gen, gn.Status.Phase)
+	if gn.Spec.AcceptanceGeneration <= gen || claim(gn) != v1alpha1.PhaseAccepting {
+		t.Fatalf("after the reload: acceptance generation %d (was %d), phase %s; want acceptance requested", gn.Spec.AcceptanceGeneration, gen, claim(gn))
 	}
 }
 
@@ -121,8 +121,8 @@ func TestAReleaseFromMaintenanceAsksForAcceptanceAsReleased(t *testing.T) {
 	h.setGPU(0, v1alpha1.HealthUnhealthy, "service", "row-remap-failure")
 	h.pass(time.Second) // straight to maintenance
 	h.pass(time.Second)
-	if gn := h.get(); gn.Status.Phase != v1alpha1.PhaseMaintenance {
-		t.Fatalf("phase %s, want Maintenance", gn.Status.Phase)
+	if gn := h.get(); claim(gn) != v1alpha1.PhaseMaintenance {
+		t.Fatalf("phase %s, want Maintenance", claim(gn))
 	}
 	gn := h.get()
 	gn.Annotations[v1alpha1.AnnotationRelease] = h.clock.Now().Add(time.Minute).UTC().Format(time.RFC3339)
@@ -131,8 +131,8 @@ func TestAReleaseFromMaintenanceAsksForAcceptanceAsReleased(t *testing.T) {
 	}
 	h.pass(2 * time.Minute)
 	gn = h.get()
-	if gn.Spec.AcceptanceReason != v1alpha1.AcceptanceReasonReleased || gn.Status.Phase != v1alpha1.PhaseAccepting {
-		t.Fatalf("after the release: reason %q, phase %s; want %q and Accepting", gn.Spec.AcceptanceReason, gn.Status.Phase, v1alpha1.AcceptanceReasonReleased)
+	if gn.Spec.AcceptanceReason != v1alpha1.AcceptanceReasonReleased || claim(gn) != v1alpha1.PhaseAccepting {
+		t.Fatalf("after the release: reason %q, phase %s; want %q and Accepting", gn.Spec.AcceptanceReason, claim(gn), v1alpha1.AcceptanceReasonReleased)
 	}
 	if !h.held() {
 		t.Fatal("the hold was released before the acceptance after the release passed")
@@ -148,8 +148,8 @@ func TestATrippedBreakerPausesThePoolWithAConditionAndAnEvent(t *testing.T) {
 	b.setGPU(0, v1alpha1.HealthUnhealthy, "reset-gpu", "xid-48")
 	a.pass(time.Second)
 	pol := a.policy()
-	c := findCondition(pol.Status.Conditions, ConditionRemediationPaused)
-	if pol.Status.Breaker == nil || c == nil || c.Status != metav1.ConditionTrue || c.Reason != remediation.ReasonBreakerOpen {
+	c := findCondition(pol.Status.Conditions, v1alpha1.ConditionRemediationPaused)
+	if pol.Status.Breaker == nil || c == nil || c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.ReasonCircuitBreakerOpen {
 		t.Fatalf("policy status %+v does not show the tripped breaker with RemediationPaused True", pol.Status)
 	}
 	if !a.sawEvent("CircuitBreakerOpen") {
@@ -161,7 +161,7 @@ func TestATrippedBreakerPausesThePoolWithAConditionAndAnEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.pass(2 * time.Minute)
-	if c := findCondition(a.policy().Status.Conditions, ConditionRemediationPaused); c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonResumed {
+	if c := findCondition(a.policy().Status.Conditions, v1alpha1.ConditionRemediationPaused); c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonResumed {
 		t.Fatalf("after the resume RemediationPaused is %+v, want False/Resumed", c)
 	}
 	if strings.Contains(a.get().Status.Remediation.Waiting, remediation.ReasonAutomationPaused) {

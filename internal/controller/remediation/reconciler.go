@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -174,7 +173,7 @@ func (r *Reconciler) pass(ctx context.Context, name string) (again bool, res ctr
 		return false, ctrl.Result{}, err
 	}
 	mirror(gn, facts, d)
-	if err := r.patchStatus(ctx, base, gn); err != nil {
+	if err := r.applyStatus(ctx, base, gn); err != nil {
 		return false, ctrl.Result{}, err
 	}
 	if placed && len(d.Actions) == 0 {
@@ -194,16 +193,4 @@ func (r *Reconciler) pass(ctx context.Context, name string) (again bool, res ctr
 // carries out itself and follows by polling.
 func startedControllerStep(d remediation.Decision) bool {
 	return slices.ContainsFunc(d.Actions, func(a remediation.Action) bool { return a.Kind == remediation.ActionReloadDriver })
-}
-
-// patchStatus writes gn's status if it differs from base's, guarded by resourceVersion.
-func (r *Reconciler) patchStatus(ctx context.Context, base, gn *v1alpha1.GPUNode) error {
-	if equality.Semantic.DeepEqual(base.Status, gn.Status) {
-		return nil
-	}
-	before := &v1alpha1.GPUNode{ObjectMeta: *gn.ObjectMeta.DeepCopy(), Spec: gn.Spec, Status: base.Status}
-	if err := r.Client.Status().Patch(ctx, gn, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("patch status of GPUNode %q: %w", gn.Name, err)
-	}
-	return nil
 }

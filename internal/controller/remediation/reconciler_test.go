@@ -33,8 +33,8 @@ func TestAGPUThatNeedsAResetIsHeldCapturedResetAcceptedAndReleased(t *testing.T)
 	if s := h.state(); s.Evidence.ID != req.ID || s.Step != remediation.StepResetGPU {
 		t.Fatalf("the persisted state %+v does not record the evidence request %d before reset-gpu", s, req.ID)
 	}
-	if gn.Status.Phase != v1alpha1.PhaseQuarantined {
-		t.Errorf("phase %q while capturing evidence, want Quarantined", gn.Status.Phase)
+	if claim(gn) != v1alpha1.PhaseQuarantined {
+		t.Errorf("phase %q while capturing evidence, want Quarantined", claim(gn))
 	}
 	if !h.sawEvent("PlacingHold") {
 		t.Error("no Event said the hold was placed")
@@ -58,8 +58,8 @@ func TestAGPUThatNeedsAResetIsHeldCapturedResetAcceptedAndReleased(t *testing.T)
 	if st := gn.Status.Remediation; st == nil || st.Current == nil || st.Current.Step != v1alpha1.StepResetGPU || st.Evidence == nil || st.Evidence.SHA256 != sha {
 		t.Fatalf("status.remediation %+v does not show the reset in progress and the evidence", st)
 	}
-	if gn.Status.Phase != v1alpha1.PhaseRecovering {
-		t.Errorf("phase %q while resetting, want Recovering", gn.Status.Phase)
+	if claim(gn) != v1alpha1.PhaseRecovering {
+		t.Errorf("phase %q while resetting, want Recovering", claim(gn))
 	}
 
 	gen := gn.Spec.AcceptanceGeneration
@@ -67,9 +67,9 @@ func TestAGPUThatNeedsAResetIsHeldCapturedResetAcceptedAndReleased(t *testing.T)
 	h.setGPU(3, v1alpha1.HealthHealthy, "none")
 	h.pass(time.Second)
 	gn = h.get()
-	if gn.Spec.AcceptanceGeneration <= gen || gn.Status.Phase != v1alpha1.PhaseAccepting {
+	if gn.Spec.AcceptanceGeneration <= gen || claim(gn) != v1alpha1.PhaseAccepting {
 		t.Fatalf("after a successful reset: acceptance generation %d (was %d), phase %q; want a new request and Accepting",
-			gn.Spec.AcceptanceGeneration, gen, gn.Status.Phase)
+			gn.Spec.AcceptanceGeneration, gen, claim(gn))
 	}
 	if !h.held() {
 		t.Fatal("the hold was released before acceptance answered")
@@ -108,8 +108,8 @@ func TestAFaultThatSurvivesEveryAllowedStepEndsInMaintenanceStillHeld(t *testing
 	h.pass(time.Second)
 
 	gn := h.get()
-	if gn.Status.Phase != v1alpha1.PhaseMaintenance {
-		t.Fatalf("phase %q after the only allowed step did not clear the fault, want Maintenance (state %+v)", gn.Status.Phase, h.state())
+	if claim(gn) != v1alpha1.PhaseMaintenance {
+		t.Fatalf("phase %q after the only allowed step did not clear the fault, want Maintenance (state %+v)", claim(gn), h.state())
 	}
 	if !h.held() {
 		t.Fatal("a node in maintenance is not held")
@@ -125,7 +125,7 @@ func TestAFaultThatSurvivesEveryAllowedStepEndsInMaintenanceStillHeld(t *testing
 	}
 
 	h.pass(time.Hour)
-	if !h.held() || h.get().Status.Phase != v1alpha1.PhaseMaintenance {
+	if !h.held() || claim(h.get()) != v1alpha1.PhaseMaintenance {
 		t.Fatal("time alone took the node out of maintenance")
 	}
 }
@@ -146,8 +146,8 @@ func TestASecondFaultyNodeWaitsUnheldWhileThePoolsBudgetIsSpent(t *testing.T) {
 		t.Fatal("the second faulty node was held beyond the budget of one")
 	}
 	gn := b.get()
-	if gn.Status.Phase != v1alpha1.PhaseSuspect || gn.Spec.Remediation != nil {
-		t.Fatalf("the waiting node is %q with request %+v; want Suspect and no request", gn.Status.Phase, gn.Spec.Remediation)
+	if claim(gn) != v1alpha1.PhaseSuspect || gn.Spec.Remediation != nil {
+		t.Fatalf("the waiting node is %q with request %+v; want Suspect and no request", claim(gn), gn.Spec.Remediation)
 	}
 	if st := gn.Status.Remediation; st == nil || !strings.Contains(st.Waiting, remediation.ReasonWaitingForBudget) {
 		t.Fatalf("status.remediation %+v does not say the node waits for budget", st)

@@ -9,19 +9,17 @@ import (
 	"github.com/gpunode/gpunode/internal/remediation"
 )
 
-// mirror writes the decision's summary into gn's status: status.remediation (for people;
-// the annotation is what decisions read) and the phase while remediation has a claim.
-// A node remediation has no claim on keeps the phase the acceptance controller decides.
+// mirror writes the decision's summary into gn's status.remediation (for people; the
+// annotation is what decisions read), with the phase remediation claims while it has a
+// claim on the node: the acceptance controller turns it into status.phase
+// (internal/lifecycle), the phase's one writer.
 func mirror(gn *v1alpha1.GPUNode, f remediation.Facts, d remediation.Decision) {
 	s := d.State
-	if d.Phase != remediation.PhaseNone {
-		gn.Status.Phase = v1alpha1.Phase(d.Phase)
-	}
-	if s.Phase == remediation.PhaseNone && len(s.Attempts) == 0 {
+	if s.Phase == remediation.PhaseNone && d.Phase == remediation.PhaseNone && len(s.Attempts) == 0 {
 		gn.Status.Remediation = nil
 		return
 	}
-	st := &v1alpha1.RemediationStatus{Trigger: truncate(trigger(s), 256)}
+	st := &v1alpha1.RemediationStatus{Phase: v1alpha1.Phase(d.Phase), Trigger: truncate(trigger(s), 256)}
 	if !s.FaultSince.IsZero() {
 		t := metav1.NewTime(s.FaultSince)
 		st.FaultSince = &t

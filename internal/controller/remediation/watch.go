@@ -14,7 +14,6 @@ import (
 	v1alpha1 "github.com/gpunode/gpunode/api/v1alpha1"
 	"github.com/gpunode/gpunode/internal/controller/acceptance"
 	"github.com/gpunode/gpunode/internal/nodeops"
-	"github.com/gpunode/gpunode/internal/remediation"
 )
 
 // holdReleased is the Node (metadata) event handler that frees budget: when a Node loses a
@@ -64,7 +63,7 @@ func (r *Reconciler) waitingInPool(ctx context.Context, node client.Object) []re
 		case gn.Spec.NodeName == node.GetName():
 			// The node itself: a hold of remediation's removed by someone else comes back.
 			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: gn.Name}})
-		case acceptance.RemediationPhase(gn) == v1alpha1.Phase(remediation.PhaseSuspect):
+		case gn.Status.Remediation != nil && gn.Status.Remediation.Phase == v1alpha1.PhaseSuspect:
 			waiting = append(waiting, gn)
 		}
 	}
