@@ -1,5 +1,7 @@
 package accept
 
+import "github.com/gpunode/gpunode/internal/rules"
+
 // Policy is what a node is expected to be. Every field has a sensible default
 // (DefaultPolicy); a policy file overrides only what it names.
 type Policy struct {
@@ -52,25 +54,9 @@ type Versions struct {
 	Containerd []string `json:"containerd,omitempty" yaml:"containerd"`
 }
 
-// Thresholds for the hardware checks.
-type Thresholds struct {
-	// MaxTemperatureC: fail above; 0 = the GPU's own slowdown threshold minus 5 °C.
-	MaxTemperatureC int `json:"maxTemperatureC,omitempty" yaml:"maxTemperatureC"`
-	// MaxPCIeReplays since driver load: warn above.
-	MaxPCIeReplays uint64 `json:"maxPCIeReplays" yaml:"maxPCIeReplays"`
-	// MaxCorrectedECC (volatile): warn above.
-	MaxCorrectedECC uint64 `json:"maxCorrectedECC" yaml:"maxCorrectedECC"`
-	// MaxRetiredPages (single + double bit): fail above (NVIDIA's RMA guidance is 60+).
-	MaxRetiredPages int `json:"maxRetiredPages" yaml:"maxRetiredPages"`
-	// MaxCorrectableRemappedRows: warn above.
-	MaxCorrectableRemappedRows int `json:"maxCorrectableRemappedRows" yaml:"maxCorrectableRemappedRows"`
-	// MaxPowerPercent of the enforced limit at rest: warn above.
-	MaxPowerPercent int `json:"maxPowerPercent" yaml:"maxPowerPercent"`
-	// IgnoreXIDs: XIDs since boot that do not fail acceptance (application-level ones).
-	IgnoreXIDs []int `json:"ignoreXIDs,omitempty" yaml:"ignoreXIDs"`
-	// MinPerformancePercent of the baseline a measured value must reach (default 90).
-	MinPerformancePercent int `json:"minPerformancePercent" yaml:"minPerformancePercent"`
-}
+// Thresholds is the one thresholds table of the rule set (internal/rules), used by the
+// hardware checks, the XID check and the performance layer alike.
+type Thresholds = rules.Thresholds
 
 // HostPolicy is what the node image must pin.
 type HostPolicy struct {
@@ -121,17 +107,7 @@ func DefaultPolicy() Policy {
 		Expect: Expect{
 			ECC: boolPtr(true), PersistenceMode: boolPtr(true), MIG: "disabled", Fabric: "auto",
 		},
-		Thresholds: Thresholds{
-			MaxPCIeReplays:             100,
-			MaxCorrectedECC:            1000,
-			MaxRetiredPages:            60,
-			MaxCorrectableRemappedRows: 512,
-			MaxPowerPercent:            95,
-			// Application-level XIDs (catalog action IGNORE or RESTART_APP) do not make the
-			// hardware unfit; everything else since boot fails acceptance.
-			IgnoreXIDs:            []int{8, 13, 31, 32, 38, 43, 44, 45, 63, 68, 69, 92, 94, 121, 137},
-			MinPerformancePercent: 90,
-		},
+		Thresholds: rules.DefaultThresholds(),
 		Host: HostPolicy{
 			IOMMU: "any", CgroupVersion: 2, SecureBoot: "any", SMT: "any",
 			MinShmMiB: 1024, MinFreePercent: 15, MinFreeInodesPercent: 10,

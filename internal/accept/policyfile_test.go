@@ -75,6 +75,8 @@ thresholds:
   maxRetiredPages: 30
   maxCorrectableRemappedRows: 40
   maxPowerPercent: 50
+  correctedECCPerMinute: 60
+  pcieReplaysPerMinute: 4
   ignoreXIDs: [13, 31]
   minPerformancePercent: 85
 host:
@@ -106,7 +108,7 @@ func TestParsePolicySetsEveryField(t *testing.T) {
 		Versions: Versions{Driver: []string{">=550.54,<600", "=580.95.05"}, CUDA: []string{">=12.4"},
 			Kernel: []string{"6.8", "=6.8.0-45-generic"}, Containerd: []string{">=1.7.20"}},
 		Thresholds: Thresholds{MaxTemperatureC: 80, MaxPCIeReplays: 10, MaxCorrectedECC: 20, MaxRetiredPages: 30,
-			MaxCorrectableRemappedRows: 40, MaxPowerPercent: 50, IgnoreXIDs: []int{13, 31}, MinPerformancePercent: 85},
+			MaxCorrectableRemappedRows: 40, MaxPowerPercent: 50, CorrectedECCPerMinute: 60, PCIeReplaysPerMinute: 4, IgnoreXIDs: []int{13, 31}, MinPerformancePercent: 85},
 		Host: HostPolicy{IOMMU: "passthrough", CgroupVersion: 1, SecureBoot: "disabled", SMT: "off", MinShmMiB: 4096,
 			MinHugepages: 512, MinFreePercent: 20, MinFreeInodesPercent: 5, CacheDirs: []string{"/raid/models"},
 			TimeSync: no, NVIDIARuntime: "required", KubeletReservations: "require", GPUNUMALocal: no},

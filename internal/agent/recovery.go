@@ -36,7 +36,7 @@ func (a *Agent) checkGPUs(ctx context.Context, pre *gpu.Snapshot, uuids []string
 		return fmt.Sprintf("not run: %v", err)
 	}
 	failed := map[string]health.Finding{}
-	for _, f := range health.FromSnapshot(pre, cur, health.DefaultCounterPolicy()) {
+	for _, f := range health.FromSnapshot(pre, cur, a.mon.Thresholds()) {
 		if _, seen := failed[f.GPU]; !seen && f.Unhealthy() {
 			failed[f.GPU] = f
 		}

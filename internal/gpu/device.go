@@ -1,5 +1,10 @@
 package gpu
 
+import (
+	"maps"
+	"slices"
+)
+
 // Device is every fact of one GPU. A fact listed in Errors is not valid in the struct.
 type Device struct {
 	Index int    `json:"index"`
@@ -41,6 +46,21 @@ type Device struct {
 func (d *Device) Err(f Field) *FieldError {
 	if e, ok := d.Errors[f]; ok {
 		return &e
+	}
+	return nil
+}
+
+// Unreachable returns why the device does not answer at all, or nil: it could not be
+// opened (FieldDevice), or a fact read failed because the GPU is lost. With several lost
+// reads the reason is the first field in name order, so every caller gives the same one.
+func (d *Device) Unreachable() *FieldError {
+	if e := d.Err(FieldDevice); e != nil {
+		return e
+	}
+	for _, f := range slices.Sorted(maps.Keys(d.Errors)) {
+		if e := d.Errors[f]; e.Lost {
+			return &e
+		}
 	}
 	return nil
 }
