@@ -30,4 +30,3 @@ func versionVerdict(f *Facts, what string, get func(*gpu.Snapshot) string, allow
 	}
 	return pass("%s %s matches %s", what, v, strings.Join(allowed, " | "))
 }
-

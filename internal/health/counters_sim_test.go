@@ -6,8 +6,8 @@ import (
 
 	"github.com/gpunode/gpunode/internal/fault"
 	"github.com/gpunode/gpunode/internal/gpu"
-	"github.com/gpunode/gpunode/internal/rules"
 	"github.com/gpunode/gpunode/internal/gpu/sim"
+	"github.com/gpunode/gpunode/internal/rules"
 )
 
 // The simulated GPUs are the contract tests and demos rely on: a healthy preset has no

@@ -100,7 +100,7 @@ var nvlinkDown = Rule{
 // HasFabric reports whether the GPU is in an NVSwitch fabric.
 func HasFabric(d *gpu.Device) bool {
 	e := d.Err(gpu.FieldFabric)
-	return !(d.Fabric.State == "" || d.Fabric.State == "not-supported" || (e != nil && e.NotSupported))
+	return d.Fabric.State != "" && d.Fabric.State != "not-supported" && (e == nil || !e.NotSupported)
 }
 
 // fabric fails a registration that is not complete, or complete with an error: CUDA cannot
