@@ -17,7 +17,8 @@ import (
 // node) and by `gpunode accept --policy FILE`: accept.DefaultPolicy overridden by every field
 // the policy sets, with the hardware expectation of the class (none listed: only
 // consistency is checked). Layers the node cannot run (those of the controller) are left to
-// the controller. A nil policy, or BuiltIn (no GPUNodePolicy selects the node), gives
+// the controller; the node runs the others, the on-demand ones (performance, frameworks)
+// included. A nil policy, or BuiltIn (no GPUNodePolicy selects the node), gives
 // accept.DefaultPolicy itself, named as `gpunode accept` without --policy names it. The
 // reference names the policy and hashes the effective policy.
 func AcceptPolicy(gp *v1alpha1.GPUNodePolicy, class string) (accept.Policy, record.PolicyRef) {
@@ -28,7 +29,7 @@ func AcceptPolicy(gp *v1alpha1.GPUNodePolicy, class string) (accept.Policy, reco
 		ref = record.PolicyRef{Name: gp.Name, Source: "GPUNodePolicy/" + gp.Name}
 		s := gp.Spec
 		for _, l := range s.Acceptance.Layers {
-			if slices.Contains(accept.NodeLocalLayers, accept.Layer(l)) {
+			if nodeLayer(l) {
 				p.Layers = append(p.Layers, accept.Layer(l))
 			}
 		}
@@ -60,6 +61,11 @@ func Thresholds(gp *v1alpha1.GPUNodePolicy) rules.Thresholds {
 		thresholds(&t, gp.Spec.Acceptance.Thresholds)
 	}
 	return t
+}
+
+// nodeLayer reports whether a node runs layer l itself.
+func nodeLayer(l v1alpha1.Layer) bool {
+	return slices.Contains(accept.NodeLocalLayers, accept.Layer(l)) || slices.Contains(accept.OnDemandLayers, accept.Layer(l))
 }
 
 func expect(e *accept.Expect, c v1alpha1.ClassExpectation) {

@@ -13,27 +13,27 @@ import "github.com/gpunode/gpunode/internal/fault"
 // the acceptance engine's XID and performance checks. DefaultThresholds has the defaults.
 type Thresholds struct {
 	// MaxTemperatureC: warn at or above; 0 = the GPU's own slowdown threshold minus 5 °C.
-	MaxTemperatureC int `json:"maxTemperatureC,omitempty" yaml:"maxTemperatureC"`
+	MaxTemperatureC int `json:"maxTemperatureC,omitempty"`
 	// MaxPCIeReplays since the driver loaded: warn above.
-	MaxPCIeReplays uint64 `json:"maxPCIeReplays" yaml:"maxPCIeReplays"`
+	MaxPCIeReplays uint64 `json:"maxPCIeReplays"`
 	// MaxCorrectedECC (volatile, since the last reset): warn above.
-	MaxCorrectedECC uint64 `json:"maxCorrectedECC" yaml:"maxCorrectedECC"`
+	MaxCorrectedECC uint64 `json:"maxCorrectedECC"`
 	// MaxRetiredPages (single + double bit): fail above (NVIDIA's RMA guidance is 60+).
-	MaxRetiredPages int `json:"maxRetiredPages" yaml:"maxRetiredPages"`
+	MaxRetiredPages int `json:"maxRetiredPages"`
 	// MaxCorrectableRemappedRows: warn above.
-	MaxCorrectableRemappedRows int `json:"maxCorrectableRemappedRows" yaml:"maxCorrectableRemappedRows"`
+	MaxCorrectableRemappedRows int `json:"maxCorrectableRemappedRows"`
 	// MaxPowerPercent of the enforced limit while the GPU is not busy: warn above.
-	MaxPowerPercent int `json:"maxPowerPercent" yaml:"maxPowerPercent"`
+	MaxPowerPercent int `json:"maxPowerPercent"`
 	// CorrectedECCPerMinute: warn when volatile corrected ECC errors grow faster (judged
 	// between two readings: the monitor's polls).
-	CorrectedECCPerMinute uint64 `json:"correctedECCPerMinute" yaml:"correctedECCPerMinute"`
+	CorrectedECCPerMinute uint64 `json:"correctedECCPerMinute"`
 	// PCIeReplaysPerMinute: warn when the PCIe replay counter grows faster (between two
 	// readings).
-	PCIeReplaysPerMinute uint64 `json:"pcieReplaysPerMinute" yaml:"pcieReplaysPerMinute"`
+	PCIeReplaysPerMinute uint64 `json:"pcieReplaysPerMinute"`
 	// IgnoreXIDs: XIDs since boot that do not fail acceptance (application-level ones).
-	IgnoreXIDs []int `json:"ignoreXIDs,omitempty" yaml:"ignoreXIDs"`
+	IgnoreXIDs []int `json:"ignoreXIDs,omitempty"`
 	// MinPerformancePercent of the baseline a measured value must reach (default 90).
-	MinPerformancePercent int `json:"minPerformancePercent" yaml:"minPerformancePercent"`
+	MinPerformancePercent int `json:"minPerformancePercent"`
 }
 
 // DefaultThresholds returns the defaults:
