@@ -72,7 +72,7 @@ func (p *Policy) Validate() error {
 		nonNegative("expect.nvlinksPerGPU", p.Expect.NVLinksPerGPU),
 		inRange("expect.pcieGen", p.Expect.PCIeGen, 0, 6),
 		oneOfInt("expect.pcieWidth", p.Expect.PCIeWidth, 0, 1, 2, 4, 8, 16, 32),
-		nonNegative("thresholds.maxTemperatureC", p.Thresholds.MaxTemperatureC),
+		inRange("thresholds.maxTemperatureC", p.Thresholds.MaxTemperatureC, 0, 150),
 		nonNegative("thresholds.maxRetiredPages", p.Thresholds.MaxRetiredPages),
 		nonNegative("thresholds.maxCorrectableRemappedRows", p.Thresholds.MaxCorrectableRemappedRows),
 		inRange("thresholds.maxPowerPercent", p.Thresholds.MaxPowerPercent, 1, 100),
