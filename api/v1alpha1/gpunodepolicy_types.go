@@ -85,11 +85,10 @@ type ClassExpectation struct {
 	Fabric string `json:"fabric,omitempty"`
 	// PCIeGen and PCIeWidth: the minimum link; 0 = the link's own maximum.
 	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:validation:Maximum=8
+	// +kubebuilder:validation:Maximum=6
 	// +optional
 	PCIeGen int32 `json:"pcieGen,omitempty"`
-	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:validation:Maximum=32
+	// +kubebuilder:validation:Enum=0;1;2;4;8;16;32
 	// +optional
 	PCIeWidth int32 `json:"pcieWidth,omitempty"`
 }

@@ -66,10 +66,10 @@ func (p *Policy) Validate() error {
 		p.Layers[i] = layer
 	}
 	checks := []error{
-		nonNegative("expect.gpus", p.Expect.GPUs),
+		inRange("expect.gpus", p.Expect.GPUs, 0, 64),
 		oneOf("expect.mig", p.Expect.MIG, "disabled", "enabled", "any"),
 		oneOf("expect.fabric", p.Expect.Fabric, "auto", "required", "ignore"),
-		nonNegative("expect.nvlinksPerGPU", p.Expect.NVLinksPerGPU),
+		inRange("expect.nvlinksPerGPU", p.Expect.NVLinksPerGPU, 0, 64),
 		inRange("expect.pcieGen", p.Expect.PCIeGen, 0, 6),
 		oneOfInt("expect.pcieWidth", p.Expect.PCIeWidth, 0, 1, 2, 4, 8, 16, 32),
 		inRange("thresholds.maxTemperatureC", p.Thresholds.MaxTemperatureC, 0, 150),

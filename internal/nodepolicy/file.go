@@ -241,6 +241,28 @@ func validate(gp *v1alpha1.GPUNodePolicy) ([]any, string) {
 		}
 		seen[l] = true
 	}
+	// The unsigned values of acceptance's policy: the conversion cannot see a sign.
+	th, host := gp.Spec.Acceptance.Thresholds, gp.Spec.Acceptance.Host
+	for _, v := range []struct {
+		path []any
+		v    *int64
+	}{
+		{[]any{"spec", "acceptance", "thresholds", "maxPCIeReplays"}, th.MaxPCIeReplays},
+		{[]any{"spec", "acceptance", "thresholds", "maxCorrectedECC"}, th.MaxCorrectedECC},
+		{[]any{"spec", "acceptance", "thresholds", "correctedECCPerMinute"}, th.CorrectedECCPerMinute},
+		{[]any{"spec", "acceptance", "thresholds", "pcieReplaysPerMinute"}, th.PCIeReplaysPerMinute},
+		{[]any{"spec", "acceptance", "host", "minShmMiB"}, host.MinShmMiB},
+	} {
+		if v.v != nil && *v.v < 0 {
+			return v.path, fmt.Sprintf("%s: must not be negative (got %d)", dotted(v.path), *v.v)
+		}
+	}
+	for i, c := range gp.Spec.Classes {
+		if c.MinMemoryMiB < 0 {
+			path := []any{"spec", "classes", i, "minMemoryMiB"}
+			return path, fmt.Sprintf("%s: must not be negative (got %d)", dotted(path), c.MinMemoryMiB)
+		}
+	}
 	classes := append([]string{""}, classNames(gp)...)
 	for i, class := range classes {
 		p, _ := AcceptPolicy(gp, class)
