@@ -42,13 +42,14 @@ func judge(r rules.Rule, d *gpu.Device, p *Policy) gpuVerdict {
 			return gpuVerdict{StatusSkip, why}
 		}
 	}
-	outs, ok := r.Judge(rules.Input{Device: d, T: &p.Thresholds})
+	in := rules.Input{Device: d, T: &p.Thresholds}
+	outs := r.Judge(in)
 	worst := rules.OK
 	for _, o := range outs {
 		worst = max(worst, o.Level())
 	}
 	if worst == rules.OK {
-		return gpuVerdict{StatusPass, ok}
+		return gpuVerdict{StatusPass, r.Pass(in)}
 	}
 	var msgs []string
 	for _, o := range outs {

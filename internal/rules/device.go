@@ -35,22 +35,36 @@ var temperature = Rule{
 	Check: "hardware.temperature", Title: "temperature below the slowdown threshold",
 	Fix:    "check airflow, fans, inlet temperature and the data-centre cooling for this rack",
 	Fields: []gpu.Field{gpu.FieldTemperature},
-	Judge: func(in Input) ([]Outcome, string) {
+	Pass: func(in Input) string {
 		d := in.Device
-		limit, src := in.T.MaxTemperatureC, "policy"
+		limit, _ := temperatureLimit(in)
 		if limit == 0 {
-			if d.Thermal.SlowdownC == 0 {
-				return nil, fmt.Sprintf("%d °C (no slowdown threshold reported)", d.Thermal.GPUC)
-			}
-			limit, src = d.Thermal.SlowdownC-5, fmt.Sprintf("slowdown %d °C - 5", d.Thermal.SlowdownC)
+			return fmt.Sprintf("%d °C (no slowdown threshold reported)", d.Thermal.GPUC)
 		}
-		if d.Thermal.GPUC >= limit {
-			return []Outcome{{Cause: CauseTemperature, Component: fault.ComponentGPU, Severity: fault.SeverityWarning, Action: fault.ActionNone,
-				Message:  fmt.Sprintf("%d °C, at or above %d °C (%s)", d.Thermal.GPUC, limit, src),
-				Evidence: fmt.Sprintf("thermal.gpuC %d, slowdownC %d", d.Thermal.GPUC, d.Thermal.SlowdownC)}}, ""
-		}
-		return nil, fmt.Sprintf("%d °C, below %d °C", d.Thermal.GPUC, limit)
+		return fmt.Sprintf("%d °C, below %d °C", d.Thermal.GPUC, limit)
 	},
+	Judge: func(in Input) []Outcome {
+		d := in.Device
+		limit, src := temperatureLimit(in)
+		if limit == 0 || d.Thermal.GPUC < limit {
+			return nil
+		}
+		return []Outcome{{Cause: CauseTemperature, Component: fault.ComponentGPU, Severity: fault.SeverityWarning, Action: fault.ActionNone,
+			Message:  fmt.Sprintf("%d °C, at or above %d °C (%s)", d.Thermal.GPUC, limit, src),
+			Evidence: fmt.Sprintf("thermal.gpuC %d, slowdownC %d", d.Thermal.GPUC, d.Thermal.SlowdownC)}}
+	},
+}
+
+// temperatureLimit is the policy's limit, else the GPU's slowdown threshold minus 5 °C; 0
+// when there is neither.
+func temperatureLimit(in Input) (int, string) {
+	if in.T.MaxTemperatureC != 0 {
+		return in.T.MaxTemperatureC, "policy"
+	}
+	if s := in.Device.Thermal.SlowdownC; s != 0 {
+		return s - 5, fmt.Sprintf("slowdown %d °C - 5", s)
+	}
+	return 0, ""
 }
 
 // power warns when a GPU that is not busy draws more than the policy's share of its limit,
@@ -65,7 +79,14 @@ var power = Rule{
 		}
 		return ""
 	},
-	Judge: func(in Input) ([]Outcome, string) {
+	Pass: func(in Input) string {
+		w := in.Device.Power
+		if busy(in.Device) {
+			return fmt.Sprintf("%.0f W of %.0f W (busy: the draw is not judged)", w.DrawW, w.LimitW)
+		}
+		return fmt.Sprintf("%.0f W of %.0f W", w.DrawW, w.LimitW)
+	},
+	Judge: func(in Input) []Outcome {
 		w := in.Device.Power
 		pct := int(100 * w.DrawW / w.LimitW)
 		ev := fmt.Sprintf("power drawW %.0f, limitW %.0f, defaultLimitW %.0f", w.DrawW, w.LimitW, w.DefaultLimitW)
@@ -78,10 +99,7 @@ var power = Rule{
 			out = append(out, Outcome{Cause: CausePowerLimit, Component: fault.ComponentGPU, Severity: fault.SeverityWarning, Action: fault.ActionNone,
 				Message: fmt.Sprintf("power limit %.0f W below the default %.0f W", w.LimitW, w.DefaultLimitW), Evidence: ev})
 		}
-		if busy(in.Device) {
-			return out, fmt.Sprintf("%.0f W of %.0f W (busy: the draw is not judged)", w.DrawW, w.LimitW)
-		}
-		return out, fmt.Sprintf("%.0f W of %.0f W", w.DrawW, w.LimitW)
+		return out
 	},
 }
 
@@ -91,7 +109,8 @@ var clockEvents = Rule{
 	Check: "hardware.clock-events", Title: "no thermal or power slowdown",
 	Fix:    "hardware slowdown means overheating or a power-brake signal: check cooling and the PSU/power-brake cabling",
 	Fields: []gpu.Field{gpu.FieldClockEvents},
-	Judge: func(in Input) ([]Outcome, string) {
+	Pass: func(Input) string { return "no thermal or power slowdown" },
+	Judge: func(in Input) []Outcome {
 		var bad []string
 		for _, c := range in.Device.ClockEvents {
 			if !c.Benign() {
@@ -103,7 +122,7 @@ var clockEvents = Rule{
 			out = append(out, Outcome{Cause: ClockEventCause(gpu.ClockEvent(c)), Component: fault.ComponentGPU, Severity: fault.SeverityWarning,
 				Action: fault.ActionNone, Message: "clocks reduced by " + strings.Join(bad, ", "), Evidence: "clockEvents " + c})
 		}
-		return out, "no thermal or power slowdown"
+		return out
 	},
 }
 
@@ -112,11 +131,12 @@ var recoveryAction = Rule{
 	Check: "hardware.recovery-action", Title: "driver's recovery action is none",
 	Fix:    "do what the driver asks (reset the GPU, reboot the node, or drain peer-to-peer work), then rerun acceptance",
 	Fields: []gpu.Field{gpu.FieldRecoveryAction},
-	Judge: func(in Input) ([]Outcome, string) {
+	Pass: func(Input) string { return "none" },
+	Judge: func(in Input) []Outcome {
 		if o, ok := RecoveryAction(in.Device.RecoveryAction); ok {
-			return []Outcome{o}, ""
+			return []Outcome{o}
 		}
-		return nil, "none"
+		return nil
 	},
 }
 

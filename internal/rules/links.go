@@ -26,7 +26,8 @@ var pcieReplays = Rule{
 	Check: "hardware.pcie-replays", Title: "PCIe replay count",
 	Fix:    "many PCIe replays mean a marginal link: reseat the GPU or riser; open a hardware ticket if it continues",
 	Fields: []gpu.Field{gpu.FieldPCIeReplay},
-	Judge: func(in Input) ([]Outcome, string) {
+	Pass: func(in Input) string { return fmt.Sprintf("%d PCIe replays", in.Device.PCI.ReplayCounter) },
+	Judge: func(in Input) []Outcome {
 		now := in.Device.PCI.ReplayCounter
 		var out []Outcome
 		if now > in.T.MaxPCIeReplays {
@@ -42,7 +43,7 @@ var pcieReplays = Rule{
 					Evidence: fmt.Sprintf("pci.replayCounter %d -> %d in %s", was, now, in.Interval)})
 			}
 		}
-		return out, fmt.Sprintf("%d PCIe replays", now)
+		return out
 	},
 }
 
@@ -53,23 +54,32 @@ var pcieLink = Rule{
 	Check: "hardware.pcie-link", Title: "PCIe link at full generation and width",
 	Fix:    "a degraded link is a riser, slot, cable or BIOS fault: reseat the GPU, check BIOS PCIe settings, or open a hardware ticket",
 	Fields: []gpu.Field{gpu.FieldPCIeLink},
-	Judge: func(in Input) ([]Outcome, string) {
+	Pass: func(in Input) string {
 		l := in.Device.PCI
+		if l.LinkGenMax > 0 && l.LinkGen < l.LinkGenMax {
+			return fmt.Sprintf("gen%d x%d (max gen%d x%d; not busy: an idle GPU trains its link down to save power)", l.LinkGen, l.LinkWidth, l.LinkGenMax, l.LinkWidthMax)
+		}
+		return fmt.Sprintf("gen%d x%d (max gen%d x%d)", l.LinkGen, l.LinkWidth, l.LinkGenMax, l.LinkWidthMax)
+	},
+	Judge: func(in Input) []Outcome {
+		l := in.Device.PCI
+		narrow := l.LinkWidthMax > 0 && l.LinkWidth < l.LinkWidthMax
+		slow := l.LinkGenMax > 0 && l.LinkGen < l.LinkGenMax && busy(in.Device)
+		if !narrow && !slow {
+			return nil
+		}
 		cur := fmt.Sprintf("gen%d x%d", l.LinkGen, l.LinkWidth)
 		ev := fmt.Sprintf("pci link gen%d x%d, max gen%d x%d", l.LinkGen, l.LinkWidth, l.LinkGenMax, l.LinkWidthMax)
 		var out []Outcome
-		if l.LinkWidthMax > 0 && l.LinkWidth < l.LinkWidthMax {
+		if narrow {
 			out = append(out, Outcome{Cause: CausePCIeLinkWidth, Component: fault.ComponentPCIe, Severity: fault.SeverityCritical, Action: fault.ActionResetGPU,
 				Message: fmt.Sprintf("%s, width below x%d", cur, l.LinkWidthMax), Evidence: ev})
 		}
-		if l.LinkGenMax > 0 && l.LinkGen < l.LinkGenMax {
-			if !busy(in.Device) {
-				return out, fmt.Sprintf("%s (max gen%d x%d; not busy: an idle GPU trains its link down to save power)", cur, l.LinkGenMax, l.LinkWidthMax)
-			}
+		if slow {
 			out = append(out, Outcome{Cause: CausePCIeLinkGen, Component: fault.ComponentPCIe, Severity: fault.SeverityWarning, Action: fault.ActionNone,
 				Message: fmt.Sprintf("%s while busy, generation below gen%d", cur, l.LinkGenMax), Evidence: ev})
 		}
-		return out, fmt.Sprintf("%s (max gen%d x%d)", cur, l.LinkGenMax, l.LinkWidthMax)
+		return out
 	},
 }
 
@@ -84,7 +94,10 @@ var nvlinkDown = Rule{
 		}
 		return ""
 	},
-	Judge: func(in Input) ([]Outcome, string) {
+	Pass: func(in Input) string {
+		return fmt.Sprintf("%d/%d links active", len(in.Device.NVLinks), len(in.Device.NVLinks))
+	},
+	Judge: func(in Input) []Outcome {
 		var out []Outcome
 		for _, l := range in.Device.NVLinks {
 			if !l.Active {
@@ -93,7 +106,7 @@ var nvlinkDown = Rule{
 					Evidence: fmt.Sprintf("nvlink %d active false", l.Link)})
 			}
 		}
-		return out, fmt.Sprintf("%d/%d links active", len(in.Device.NVLinks)-len(out), len(in.Device.NVLinks))
+		return out
 	},
 }
 
@@ -115,18 +128,19 @@ var fabric = Rule{
 		}
 		return ""
 	},
-	Judge: func(in Input) ([]Outcome, string) {
+	Pass: func(in Input) string { return fmt.Sprintf("fabric completed (clique %d)", in.Device.Fabric.CliqueID) },
+	Judge: func(in Input) []Outcome {
 		fb := in.Device.Fabric
-		ev := fmt.Sprintf("fabric state %q status %q clique %d cluster %s", fb.State, fb.Status, fb.CliqueID, fb.ClusterUUID)
-		o := Outcome{Cause: CauseFabric, Component: fault.ComponentInterconnect, Severity: fault.SeverityCritical, Action: fault.ActionResetGPU, Evidence: ev}
+		var msg string
 		switch {
 		case fb.State != "completed":
-			o.Message = fmt.Sprintf("fabric registration %s", fb.State)
+			msg = fmt.Sprintf("fabric registration %s", fb.State)
 		case fb.Status != "" && fb.Status != "success":
-			o.Message = "fabric registration completed with error: " + fb.Status
+			msg = "fabric registration completed with error: " + fb.Status
 		default:
-			return nil, fmt.Sprintf("fabric completed (clique %d)", fb.CliqueID)
+			return nil
 		}
-		return []Outcome{o}, ""
+		return []Outcome{{Cause: CauseFabric, Component: fault.ComponentInterconnect, Severity: fault.SeverityCritical, Action: fault.ActionResetGPU,
+			Message: msg, Evidence: fmt.Sprintf("fabric state %q status %q clique %d cluster %s", fb.State, fb.Status, fb.CliqueID, fb.ClusterUUID)}}
 	},
 }

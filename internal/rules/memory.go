@@ -31,7 +31,10 @@ var eccErrors = Rule{
 	Check: "hardware.ecc-errors", Title: "no uncorrected ECC errors",
 	Fix:    "uncorrected ECC errors: drain the GPU, reset it, and rerun acceptance; if they recur, open a hardware ticket",
 	Fields: []gpu.Field{gpu.FieldECCErrors},
-	Judge: func(in Input) ([]Outcome, string) {
+	Pass: func(in Input) string {
+		return fmt.Sprintf("0 uncorrected, %d corrected since reset", in.Device.ECC.VolatileCorrected)
+	},
+	Judge: func(in Input) []Outcome {
 		e := in.Device.ECC
 		var was gpu.ECC // zero: counted from the last reset
 		havePrev := in.prevOK(gpu.FieldECCErrors)
@@ -59,7 +62,7 @@ var eccErrors = Rule{
 				fmt.Sprintf("%d uncorrected since reset, %d in the GPU's lifetime", e.VolatileUncorrected, e.AggregateUncorrected),
 				fmt.Sprintf("ecc.aggregateUncorrected %d -> %d", was.AggregateUncorrected, e.AggregateUncorrected)))
 		}
-		return out, fmt.Sprintf("0 uncorrected, %d corrected since reset", e.VolatileCorrected)
+		return out
 	},
 }
 
@@ -69,7 +72,11 @@ var rowRemap = Rule{
 	Check: "hardware.row-remap", Title: "no pending or failed row remapping",
 	Fix:    "pending remap: reset the GPU (no process may be using it) to apply it; remap failure: the GPU needs RMA",
 	Fields: []gpu.Field{gpu.FieldRowRemap},
-	Judge: func(in Input) ([]Outcome, string) {
+	Pass: func(in Input) string {
+		r := in.Device.RowRemap
+		return fmt.Sprintf("no pending remap, %d correctable / %d uncorrectable rows remapped", r.Correctable, r.Uncorrectable)
+	},
+	Judge: func(in Input) []Outcome {
 		r := in.Device.RowRemap
 		var out []Outcome
 		if r.Failure {
@@ -87,7 +94,7 @@ var rowRemap = Rule{
 				fmt.Sprintf("%d correctable remapped rows (threshold %d)", r.Correctable, in.T.MaxCorrectableRemappedRows),
 				fmt.Sprintf("rowRemap.correctable %d", r.Correctable)))
 		}
-		return out, fmt.Sprintf("no pending remap, %d correctable / %d uncorrectable rows remapped", r.Correctable, r.Uncorrectable)
+		return out
 	},
 }
 
@@ -97,7 +104,10 @@ var retiredPages = Rule{
 	Check: "hardware.retired-pages", Title: "retired pages within limits",
 	Fix:    "pending retirement: reset the GPU; too many retired pages: open a hardware ticket (RMA)",
 	Fields: []gpu.Field{gpu.FieldRetiredPages},
-	Judge: func(in Input) ([]Outcome, string) {
+	Pass: func(in Input) string {
+		return fmt.Sprintf("%d retired pages, none pending", in.Device.RetiredPages.SingleBit+in.Device.RetiredPages.DoubleBit)
+	},
+	Judge: func(in Input) []Outcome {
 		r := in.Device.RetiredPages
 		total := r.SingleBit + r.DoubleBit
 		var out []Outcome
@@ -111,6 +121,6 @@ var retiredPages = Rule{
 				fmt.Sprintf("%d retired pages (threshold %d): the GPU needs service (RMA)", total, in.T.MaxRetiredPages),
 				fmt.Sprintf("retiredPages singleBit %d, doubleBit %d", r.SingleBit, r.DoubleBit)))
 		}
-		return out, fmt.Sprintf("%d retired pages, none pending", total)
+		return out
 	},
 }

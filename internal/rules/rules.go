@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"slices"
 	"time"
 
 	"github.com/gpunode/gpunode/internal/fault"
@@ -53,22 +54,26 @@ type Rule struct {
 	Fields []gpu.Field
 	// Skip, when set, says why the rule does not apply to a GPU ("" = it applies).
 	Skip func(d *gpu.Device) string
-	// Judge returns what is wrong (nothing: the GPU passes) and the message when nothing is.
-	Judge func(in Input) (out []Outcome, ok string)
+	// Judge returns what is wrong; nothing: the GPU passes. It formats nothing for a GPU
+	// that passes (the monitor judges every GPU at every poll).
+	Judge func(in Input) []Outcome
+	// Pass is acceptance's message for a GPU Judge found nothing wrong with.
+	Pass func(in Input) string
 }
 
-// Rules is the rule set, in acceptance order. A GPU that does not answer is judged by
-// Responding alone.
-func Rules() []Rule {
-	return []Rule{
-		eccErrors, rowRemap, retiredPages, temperature, power, clockEvents, pcieReplays,
-		recoveryAction, pcieLink, nvlinkDown, fabric,
-	}
+// ruleSet is every rule, in acceptance order.
+var ruleSet = []Rule{
+	eccErrors, rowRemap, retiredPages, temperature, power, clockEvents, pcieReplays,
+	recoveryAction, pcieLink, nvlinkDown, fabric,
 }
+
+// Rules is the rule set, in acceptance order (a copy). A GPU that does not answer is judged
+// by Responding alone.
+func Rules() []Rule { return slices.Clone(ruleSet) }
 
 // ByCheck returns the rule of an acceptance check.
 func ByCheck(id string) (Rule, bool) {
-	for _, r := range Rules() {
+	for _, r := range ruleSet {
 		if r.Check == id {
 			return r, true
 		}
@@ -83,10 +88,9 @@ func Judge(in Input) []Outcome {
 		return []Outcome{o}
 	}
 	var out []Outcome
-	for _, r := range Rules() {
+	for _, r := range ruleSet {
 		if Readable(in.Device, r.Fields) && (r.Skip == nil || r.Skip(in.Device) == "") {
-			o, _ := r.Judge(in)
-			out = append(out, o...)
+			out = append(out, r.Judge(in)...)
 		}
 	}
 	return out
