@@ -109,7 +109,7 @@ var clockEvents = Rule{
 	Check: "hardware.clock-events", Title: "no thermal or power slowdown",
 	Fix:    "hardware slowdown means overheating or a power-brake signal: check cooling and the PSU/power-brake cabling",
 	Fields: []gpu.Field{gpu.FieldClockEvents},
-	Pass: func(Input) string { return "no thermal or power slowdown" },
+	Pass:   func(Input) string { return "no thermal or power slowdown" },
 	Judge: func(in Input) []Outcome {
 		var bad []string
 		for _, c := range in.Device.ClockEvents {
@@ -131,7 +131,7 @@ var recoveryAction = Rule{
 	Check: "hardware.recovery-action", Title: "driver's recovery action is none",
 	Fix:    "do what the driver asks (reset the GPU, reboot the node, or drain peer-to-peer work), then rerun acceptance",
 	Fields: []gpu.Field{gpu.FieldRecoveryAction},
-	Pass: func(Input) string { return "none" },
+	Pass:   func(Input) string { return "none" },
 	Judge: func(in Input) []Outcome {
 		if o, ok := RecoveryAction(in.Device.RecoveryAction); ok {
 			return []Outcome{o}

@@ -26,7 +26,7 @@ var pcieReplays = Rule{
 	Check: "hardware.pcie-replays", Title: "PCIe replay count",
 	Fix:    "many PCIe replays mean a marginal link: reseat the GPU or riser; open a hardware ticket if it continues",
 	Fields: []gpu.Field{gpu.FieldPCIeReplay},
-	Pass: func(in Input) string { return fmt.Sprintf("%d PCIe replays", in.Device.PCI.ReplayCounter) },
+	Pass:   func(in Input) string { return fmt.Sprintf("%d PCIe replays", in.Device.PCI.ReplayCounter) },
 	Judge: func(in Input) []Outcome {
 		now := in.Device.PCI.ReplayCounter
 		var out []Outcome
