@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"reflect"
 	"slices"
 
 	"github.com/gpunode/gpunode/internal/rules"
@@ -24,8 +25,4 @@ func (m *Monitor) Thresholds() rules.Thresholds {
 }
 
 // isZero reports whether no threshold is set (Config.Thresholds left out).
-func isZero(t rules.Thresholds) bool {
-	return t.MaxTemperatureC == 0 && t.MaxPCIeReplays == 0 && t.MaxCorrectedECC == 0 && t.MaxRetiredPages == 0 &&
-		t.MaxCorrectableRemappedRows == 0 && t.MaxPowerPercent == 0 && t.CorrectedECCPerMinute == 0 &&
-		t.PCIeReplaysPerMinute == 0 && t.IgnoreXIDs == nil && t.MinPerformancePercent == 0
-}
+func isZero(t rules.Thresholds) bool { return reflect.ValueOf(t).IsZero() }
