@@ -5,8 +5,10 @@ import (
 )
 
 // GPUNodePolicySpec says which nodes a policy governs, what they must have and how they
-// are accepted. Field names are those of internal/accept.Policy (a policy file) wherever
-// the two overlap; an unset field takes accept.DefaultPolicy's value.
+// are accepted. It is the one policy model: the same YAML is `kubectl apply`d and given to
+// `gpunode accept --policy`, and internal/nodepolicy.AcceptPolicy converts it for both.
+// Field names are those of internal/accept.Policy wherever the two overlap; an unset field
+// takes accept.DefaultPolicy's value.
 type GPUNodePolicySpec struct {
 	// NodeSelector picks the Nodes this policy governs; empty selects every GPU node.
 	// +optional
