@@ -238,3 +238,31 @@ type fixed struct{ snap *gpu.Snapshot }
 func (fixed) Name() string                                      { return "test" }
 func (f fixed) Snapshot(context.Context) (*gpu.Snapshot, error) { return f.snap, nil }
 func (fixed) Close() error                                      { return nil }
+
+// A rule is one table entry; it is complete, and it is an acceptance check (the monitor
+// judges every rule by itself: rules.Judge).
+func TestEveryRuleIsCompleteAndAnAcceptanceCheck(t *testing.T) {
+	checks := map[string]accept.Check{}
+	for _, c := range accept.Checks([]accept.Layer{accept.LayerHardware}) {
+		checks[c.ID] = c
+	}
+	seen := map[string]bool{}
+	for _, r := range rules.Rules() {
+		t.Run(r.Check+" is complete and an acceptance check", func(t *testing.T) {
+			if r.Check == "" || r.Title == "" || r.Fix == "" || r.Judge == nil || r.Pass == nil || len(r.Fields) == 0 {
+				t.Errorf("rule %+v lacks a check ID, title, fix, Judge, Pass or fields", r)
+			}
+			if seen[r.Check] {
+				t.Errorf("two rules are check %s", r.Check)
+			}
+			seen[r.Check] = true
+			c, ok := checks[r.Check]
+			if !ok {
+				t.Fatalf("no acceptance check %s: add it to internal/accept's hardware checks", r.Check)
+			}
+			if c.Title != r.Title || c.Fix != r.Fix {
+				t.Errorf("acceptance's %s says %q / %q, the rule %q / %q", r.Check, c.Title, c.Fix, r.Title, r.Fix)
+			}
+		})
+	}
+}
