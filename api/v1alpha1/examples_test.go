@@ -60,7 +60,16 @@ func TestTheExampleGPUNodePoliciesReadStrictlyAndAreTheOnesTheDocsShow(t *testin
 
 func TestTheAPIServerAcceptsTheExampleGPUNodePolicies(t *testing.T) {
 	_, c := testenv.Start(t)
-	for f, text := range examplePolicies(t) {
+	examples := examplePolicies(t)
+	files, _ := filepath.Glob("../../examples/policies/*.yaml") // the files of gpunode accept --policy
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		examples[f] = string(b)
+	}
+	for f, text := range examples {
 		var p v1alpha1.GPUNodePolicy
 		if err := yaml.UnmarshalStrict([]byte(text), &p); err != nil {
 			t.Fatalf("%s: %v", f, err)

@@ -5,8 +5,10 @@ import (
 )
 
 // GPUNodePolicySpec says which nodes a policy governs, what they must have and how they
-// are accepted. Field names are those of internal/accept.Policy (a policy file) wherever
-// the two overlap; an unset field takes accept.DefaultPolicy's value.
+// are accepted. It is the one policy model: the same YAML is `kubectl apply`d and given to
+// `gpunode accept --policy`, and internal/nodepolicy.AcceptPolicy converts it for both.
+// Field names are those of internal/accept.Policy wherever the two overlap; an unset field
+// takes accept.DefaultPolicy's value.
 type GPUNodePolicySpec struct {
 	// NodeSelector picks the Nodes this policy governs; empty selects every GPU node.
 	// +optional
@@ -85,11 +87,10 @@ type ClassExpectation struct {
 	Fabric string `json:"fabric,omitempty"`
 	// PCIeGen and PCIeWidth: the minimum link; 0 = the link's own maximum.
 	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:validation:Maximum=8
+	// +kubebuilder:validation:Maximum=6
 	// +optional
 	PCIeGen int32 `json:"pcieGen,omitempty"`
-	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:validation:Maximum=32
+	// +kubebuilder:validation:Enum=0;1;2;4;8;16;32
 	// +optional
 	PCIeWidth int32 `json:"pcieWidth,omitempty"`
 }
@@ -128,9 +129,10 @@ type AcceptanceSettings struct {
 	Host HostPolicy `json:"host,omitzero"`
 }
 
-// Thresholds for the hardware checks (accept.Thresholds); unset = the default.
+// Thresholds is the one thresholds table (internal/rules.Thresholds) that acceptance and
+// the agent's health monitor both judge by; unset = the default.
 type Thresholds struct {
-	// MaxTemperatureC: fail above; 0 = the GPU's slowdown threshold minus 5 °C.
+	// MaxTemperatureC: warn at or above; 0 = the GPU's slowdown threshold minus 5 °C.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=150
 	// +optional
@@ -143,7 +145,7 @@ type Thresholds struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	MaxCorrectedECC *int64 `json:"maxCorrectedECC,omitempty"`
-	// MaxRetiredPages: fail above (default 60).
+	// MaxRetiredPages: fail above, the GPU unhealthy (default 60).
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	MaxRetiredPages *int32 `json:"maxRetiredPages,omitempty"`
@@ -151,9 +153,9 @@ type Thresholds struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	MaxCorrectableRemappedRows *int32 `json:"maxCorrectableRemappedRows,omitempty"`
-	// MaxPowerPercent of the enforced limit at rest: warn above (default 95).
-	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:validation:Maximum=200
+	// MaxPowerPercent of the enforced limit while the GPU is not busy: warn above (default 95).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
 	// +optional
 	MaxPowerPercent *int32 `json:"maxPowerPercent,omitempty"`
 	// IgnoreXIDs: XIDs since boot that do not fail acceptance (default: the application-level ones).
@@ -164,9 +166,19 @@ type Thresholds struct {
 	// MinPerformancePercent of the baseline a measured value (HBM bandwidth, FLOP/s, PCIe)
 	// must reach in the performance layer (default 90).
 	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:validation:Maximum=200
+	// +kubebuilder:validation:Maximum=100
 	// +optional
 	MinPerformancePercent *int32 `json:"minPerformancePercent,omitempty"`
+	// CorrectedECCPerMinute: warn when volatile corrected ECC errors grow faster between two
+	// polls of the health monitor (default 100).
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	CorrectedECCPerMinute *int64 `json:"correctedECCPerMinute,omitempty"`
+	// PCIeReplaysPerMinute: warn when the PCIe replay counter grows faster between two polls
+	// of the health monitor (default 8).
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	PCIeReplaysPerMinute *int64 `json:"pcieReplaysPerMinute,omitempty"`
 }
 
 // HostPolicy is what the node image must pin (accept.HostPolicy); unset = the default.

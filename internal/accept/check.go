@@ -102,7 +102,7 @@ func perGPU(f *Facts, fields []gpu.Field, fn func(d *gpu.Device) gpuVerdict) Ver
 
 // fieldGate returns a verdict when one of the fields cannot be used.
 func fieldGate(d *gpu.Device, fields []gpu.Field) *gpuVerdict {
-	if e := unreachable(d); e != nil {
+	if e := d.Unreachable(); e != nil {
 		// One check (hardware.gpu-responding) fails for a GPU that does not answer; the
 		// others skip it rather than repeat the same failure.
 		return &gpuVerdict{status: StatusSkip, msg: "GPU not answering (see hardware.gpu-responding): " + e.Message}
@@ -139,18 +139,4 @@ func needGPUs(f *Facts) (Verdict, bool) {
 		return skip("no GPUs found"), false
 	}
 	return Verdict{}, true
-}
-
-// unreachable returns why a GPU cannot be read at all: it could not be opened, or it was
-// lost while its facts were read.
-func unreachable(d *gpu.Device) *gpu.FieldError {
-	if e := d.Err(gpu.FieldDevice); e != nil {
-		return e
-	}
-	for _, e := range d.Errors {
-		if e.Lost {
-			return &e
-		}
-	}
-	return nil
 }

@@ -108,7 +108,11 @@ var breakCases = []breakCase{
 	{"a driver outside the matrix fails", "hardware.driver-version", func(_ *Facts, p *Policy) { p.Versions.Driver = []string{">=590"} }, StatusFail},
 	{"a CUDA version outside the matrix fails", "hardware.cuda-version", func(_ *Facts, p *Policy) { p.Versions.CUDA = []string{"12.x"} }, StatusFail},
 	{"a narrower PCIe link fails", "hardware.pcie-link", func(f *Facts, _ *Policy) { gpu0(f).PCI.LinkWidth = 8 }, StatusFail},
-	{"a lower PCIe generation warns", "hardware.pcie-link", func(f *Facts, _ *Policy) { gpu0(f).PCI.LinkGen = 4 }, StatusWarn},
+	{"a lower PCIe generation on a busy GPU warns", "hardware.pcie-link", func(f *Facts, _ *Policy) {
+		gpu0(f).PCI.LinkGen, gpu0(f).ClockEvents = 4, nil
+	}, StatusWarn},
+	{"a lower PCIe generation on an idle GPU passes: it trains down to save power", "hardware.pcie-link", func(f *Facts, _ *Policy) { gpu0(f).PCI.LinkGen = 4 }, StatusPass},
+	{"a lower PCIe generation than the policy wants warns", "hardware.pcie-link", func(f *Facts, p *Policy) { p.Expect.PCIeGen = 6 }, StatusWarn},
 	{"an inactive NVLink fails", "hardware.nvlink", func(f *Facts, _ *Policy) { gpu0(f).NVLinks[4].Active = false }, StatusFail},
 	{"fewer links than the policy expects fail", "hardware.nvlink", func(f *Facts, p *Policy) { p.Expect.NVLinksPerGPU = 18; gpu0(f).NVLinks = gpu0(f).NVLinks[:12] }, StatusFail},
 	{"a GPU without NVLink fails a policy that expects links", "hardware.nvlink", func(f *Facts, p *Policy) {
@@ -128,6 +132,8 @@ var breakCases = []breakCase{
 	{"ECC off fails", "hardware.ecc-mode", func(f *Facts, _ *Policy) { gpu0(f).ECC.Enabled, gpu0(f).ECC.PendingEnabled = false, false }, StatusFail},
 	{"an uncorrected ECC error fails", "hardware.ecc-errors", func(f *Facts, _ *Policy) { gpu0(f).ECC.VolatileUncorrected = 1 }, StatusFail},
 	{"many corrected ECC errors warn", "hardware.ecc-errors", func(f *Facts, _ *Policy) { gpu0(f).ECC.VolatileCorrected = 5000 }, StatusWarn},
+	{"uncorrected ECC errors in the GPU's lifetime only pass: the volatile counter decides", "hardware.ecc-errors", func(f *Facts, _ *Policy) { gpu0(f).ECC.AggregateUncorrected = 3 }, StatusPass},
+	{"many correctable remapped rows warn", "hardware.row-remap", func(f *Facts, _ *Policy) { gpu0(f).RowRemap.Correctable = 600 }, StatusWarn},
 	{"a pending row remap fails", "hardware.row-remap", func(f *Facts, _ *Policy) { gpu0(f).RowRemap.Pending = true }, StatusFail},
 	{"a row remap failure fails", "hardware.row-remap", func(f *Facts, _ *Policy) { gpu0(f).RowRemap.Failure = true }, StatusFail},
 	{"a pending page retirement fails", "hardware.retired-pages", func(f *Facts, _ *Policy) { gpu0(f).RetiredPages.Pending = true }, StatusFail},
@@ -137,13 +143,14 @@ var breakCases = []breakCase{
 			f.GPU.Devices[i].SetErr(gpu.FieldRetiredPages, gpu.ErrNotSupported)
 		}
 	}, StatusSkip},
-	{"a hot GPU fails", "hardware.temperature", func(f *Facts, _ *Policy) { gpu0(f).Thermal.GPUC = 88 }, StatusFail},
-	{"a temperature above the policy limit fails", "hardware.temperature", func(_ *Facts, p *Policy) { p.Thresholds.MaxTemperatureC = 30 }, StatusFail},
+	{"a hot GPU warns", "hardware.temperature", func(f *Facts, _ *Policy) { gpu0(f).Thermal.GPUC = 88 }, StatusWarn},
+	{"a temperature above the policy limit warns", "hardware.temperature", func(_ *Facts, p *Policy) { p.Thresholds.MaxTemperatureC = 30 }, StatusWarn},
 	{"an idle GPU near its power limit warns", "hardware.power", func(f *Facts, _ *Policy) { gpu0(f).Power.DrawW = 690 }, StatusWarn},
+	{"a busy GPU near its power limit passes", "hardware.power", func(f *Facts, _ *Policy) { gpu0(f).Power.DrawW, gpu0(f).ClockEvents = 690, nil }, StatusPass},
 	{"a lowered power limit warns", "hardware.power", func(f *Facts, _ *Policy) { gpu0(f).Power.DefaultLimitW = 700; gpu0(f).Power.LimitW = 500 }, StatusWarn},
-	{"a hardware thermal slowdown fails", "hardware.clock-events", func(f *Facts, _ *Policy) {
+	{"a hardware thermal slowdown warns", "hardware.clock-events", func(f *Facts, _ *Policy) {
 		gpu0(f).ClockEvents = []gpu.ClockEvent{gpu.ClockEventHWThermal}
-	}, StatusFail},
+	}, StatusWarn},
 	{"many PCIe replays warn", "hardware.pcie-replays", func(f *Facts, _ *Policy) { gpu0(f).PCI.ReplayCounter = 1000 }, StatusWarn},
 	{"a recovery action other than none fails", "hardware.recovery-action", func(f *Facts, _ *Policy) { gpu0(f).RecoveryAction = gpu.RecoveryGPUReset }, StatusFail},
 	{"a hardware XID since boot fails", "hardware.xid-since-boot", func(f *Facts, _ *Policy) {

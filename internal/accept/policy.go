@@ -1,137 +1,104 @@
 package accept
 
-// Policy is what a node is expected to be. Every field has a sensible default
-// (DefaultPolicy); a policy file overrides only what it names.
-type Policy struct {
-	APIVersion string `json:"apiVersion" yaml:"apiVersion"`
-	Kind       string `json:"kind" yaml:"kind"`
-	// Name identifies the policy in the record.
-	Name string `json:"name" yaml:"name"`
-	// Layers to run; empty means every node-local layer.
-	Layers []Layer `json:"layers,omitempty" yaml:"layers"`
+import "github.com/gpunode/gpunode/internal/rules"
 
-	Expect     Expect     `json:"expect" yaml:"expect"`
-	Versions   Versions   `json:"versions" yaml:"versions"`
-	Thresholds Thresholds `json:"thresholds" yaml:"thresholds"`
-	Host       HostPolicy `json:"host" yaml:"host"`
+// Policy is what a node is expected to be, as the acceptance engine runs it. Every field has
+// a sensible default (DefaultPolicy); a GPUNodePolicy (the cluster's object, or the same YAML
+// in a file) overrides only what it names, through internal/nodepolicy.AcceptPolicy.
+type Policy struct {
+	// Name identifies the policy in the record.
+	Name string `json:"name"`
+	// Layers to run; empty means every node-local layer.
+	Layers []Layer `json:"layers,omitempty"`
+
+	Expect     Expect     `json:"expect"`
+	Versions   Versions   `json:"versions"`
+	Thresholds Thresholds `json:"thresholds"`
+	Host       HostPolicy `json:"host"`
 }
 
 // Expect is the hardware the node must have.
 type Expect struct {
 	// GPUs is the GPU count; 0 = at least one, any number.
-	GPUs int `json:"gpus,omitempty" yaml:"gpus"`
+	GPUs int `json:"gpus,omitempty"`
 	// Model is the product name as the driver reports it ("NVIDIA H100 80GB HBM3"); empty = any,
 	// but every GPU must be the same model.
-	Model string `json:"model,omitempty" yaml:"model"`
+	Model string `json:"model,omitempty"`
 	// MinMemoryMiB per GPU; 0 = no check beyond consistency across GPUs.
-	MinMemoryMiB uint64 `json:"minMemoryMiB,omitempty" yaml:"minMemoryMiB"`
+	MinMemoryMiB uint64 `json:"minMemoryMiB,omitempty"`
 	// ECC must be enabled (default true).
-	ECC *bool `json:"ecc,omitempty" yaml:"ecc"`
+	ECC *bool `json:"ecc,omitempty"`
 	// PersistenceMode must be on (default true).
-	PersistenceMode *bool `json:"persistenceMode,omitempty" yaml:"persistenceMode"`
+	PersistenceMode *bool `json:"persistenceMode,omitempty"`
 	// MIG: "disabled" (default), "enabled" or "any".
-	MIG string `json:"mig,omitempty" yaml:"mig"`
+	MIG string `json:"mig,omitempty"`
 	// NVLinksPerGPU: the number of active links each GPU must have; 0 = every link the
 	// GPU reports must be active (and none reported = skip).
-	NVLinksPerGPU int `json:"nvlinksPerGPU,omitempty" yaml:"nvlinksPerGPU"`
+	NVLinksPerGPU int `json:"nvlinksPerGPU,omitempty"`
 	// Fabric: "auto" (default: check where the GPU has a fabric), "required", "ignore".
-	Fabric string `json:"fabric,omitempty" yaml:"fabric"`
+	Fabric string `json:"fabric,omitempty"`
 	// PCIeGen and PCIeWidth: the minimum link; 0 = the link's own maximum.
-	PCIeGen   int `json:"pcieGen,omitempty" yaml:"pcieGen"`
-	PCIeWidth int `json:"pcieWidth,omitempty" yaml:"pcieWidth"`
+	PCIeGen   int `json:"pcieGen,omitempty"`
+	PCIeWidth int `json:"pcieWidth,omitempty"`
 }
 
 // Versions is the version matrix: each constraint is a list of alternatives such as
 // ">=550.54", "<600", "=580.95.05", "13.x"; a version must satisfy every comparison of
 // at least one alternative (alternatives are comma-separated ANDs).
 type Versions struct {
-	Driver []string `json:"driver,omitempty" yaml:"driver"`
-	CUDA   []string `json:"cuda,omitempty" yaml:"cuda"`
-	Kernel []string `json:"kernel,omitempty" yaml:"kernel"`
+	Driver []string `json:"driver,omitempty"`
+	CUDA   []string `json:"cuda,omitempty"`
+	Kernel []string `json:"kernel,omitempty"`
 	// Containerd is checked when containerd is installed.
-	Containerd []string `json:"containerd,omitempty" yaml:"containerd"`
+	Containerd []string `json:"containerd,omitempty"`
 }
 
-// Thresholds for the hardware checks.
-type Thresholds struct {
-	// MaxTemperatureC: fail above; 0 = the GPU's own slowdown threshold minus 5 °C.
-	MaxTemperatureC int `json:"maxTemperatureC,omitempty" yaml:"maxTemperatureC"`
-	// MaxPCIeReplays since driver load: warn above.
-	MaxPCIeReplays uint64 `json:"maxPCIeReplays" yaml:"maxPCIeReplays"`
-	// MaxCorrectedECC (volatile): warn above.
-	MaxCorrectedECC uint64 `json:"maxCorrectedECC" yaml:"maxCorrectedECC"`
-	// MaxRetiredPages (single + double bit): fail above (NVIDIA's RMA guidance is 60+).
-	MaxRetiredPages int `json:"maxRetiredPages" yaml:"maxRetiredPages"`
-	// MaxCorrectableRemappedRows: warn above.
-	MaxCorrectableRemappedRows int `json:"maxCorrectableRemappedRows" yaml:"maxCorrectableRemappedRows"`
-	// MaxPowerPercent of the enforced limit at rest: warn above.
-	MaxPowerPercent int `json:"maxPowerPercent" yaml:"maxPowerPercent"`
-	// IgnoreXIDs: XIDs since boot that do not fail acceptance (application-level ones).
-	IgnoreXIDs []int `json:"ignoreXIDs,omitempty" yaml:"ignoreXIDs"`
-	// MinPerformancePercent of the baseline a measured value must reach (default 90).
-	MinPerformancePercent int `json:"minPerformancePercent" yaml:"minPerformancePercent"`
-}
+// Thresholds is the one thresholds table of the rule set (internal/rules), used by the
+// hardware checks, the XID check and the performance layer alike.
+type Thresholds = rules.Thresholds
 
 // HostPolicy is what the node image must pin.
 type HostPolicy struct {
 	// IOMMU: "any" (default), "enabled", "passthrough" (iommu=pt), "disabled".
-	IOMMU string `json:"iommu,omitempty" yaml:"iommu"`
+	IOMMU string `json:"iommu,omitempty"`
 	// CgroupVersion: 2 (default), 1, or 0 = any.
-	CgroupVersion int `json:"cgroupVersion" yaml:"cgroupVersion"`
+	CgroupVersion int `json:"cgroupVersion"`
 	// SecureBoot: "any" (default), "enabled", "disabled".
-	SecureBoot string `json:"secureBoot,omitempty" yaml:"secureBoot"`
+	SecureBoot string `json:"secureBoot,omitempty"`
 	// SMT: "any" (default), "on", "off".
-	SMT string `json:"smt,omitempty" yaml:"smt"`
+	SMT string `json:"smt,omitempty"`
 	// MinShmMiB: minimum /dev/shm size (default 1024).
-	MinShmMiB uint64 `json:"minShmMiB" yaml:"minShmMiB"`
+	MinShmMiB uint64 `json:"minShmMiB"`
 	// MinHugepages: minimum HugePages_Total (default 0).
-	MinHugepages int `json:"minHugepages" yaml:"minHugepages"`
+	MinHugepages int `json:"minHugepages"`
 	// MinFreePercent of the containerd root and cache folders (default 15), and of inodes (default 10).
-	MinFreePercent       int `json:"minFreePercent" yaml:"minFreePercent"`
-	MinFreeInodesPercent int `json:"minFreeInodesPercent" yaml:"minFreeInodesPercent"`
+	MinFreePercent       int `json:"minFreePercent"`
+	MinFreeInodesPercent int `json:"minFreeInodesPercent"`
 	// CacheDirs: local model/data cache folders to check for space.
-	CacheDirs []string `json:"cacheDirs,omitempty" yaml:"cacheDirs"`
+	CacheDirs []string `json:"cacheDirs,omitempty"`
 	// TimeSync must be synchronized (default true).
-	TimeSync *bool `json:"timeSync,omitempty" yaml:"timeSync"`
+	TimeSync *bool `json:"timeSync,omitempty"`
 	// NVIDIARuntime: containerd must have an nvidia runtime or CDI enabled (default "auto":
 	// checked when containerd is installed).
-	NVIDIARuntime string `json:"nvidiaRuntime,omitempty" yaml:"nvidiaRuntime"`
+	NVIDIARuntime string `json:"nvidiaRuntime,omitempty"`
 	// KubeletReservations: the kubelet config must reserve CPU and memory (default "warn":
 	// missing reservations warn; "require" fails; "ignore").
-	KubeletReservations string `json:"kubeletReservations,omitempty" yaml:"kubeletReservations"`
+	KubeletReservations string `json:"kubeletReservations,omitempty"`
 	// GPUNUMALocal: each GPU must report a NUMA node with local CPUs when the host has
 	// more than one NUMA node (default true).
-	GPUNUMALocal *bool `json:"gpuNUMALocal,omitempty" yaml:"gpuNUMALocal"`
+	GPUNUMALocal *bool `json:"gpuNUMALocal,omitempty"`
 }
-
-// Policy API identity.
-const (
-	PolicyAPIVersion = "gpunode.dev/v1alpha1"
-	PolicyKind       = "AcceptancePolicy"
-)
 
 func boolPtr(b bool) *bool { return &b }
 
 // DefaultPolicy is the policy used when no file is given.
 func DefaultPolicy() Policy {
 	return Policy{
-		APIVersion: PolicyAPIVersion,
-		Kind:       PolicyKind,
-		Name:       "default",
+		Name: "default",
 		Expect: Expect{
 			ECC: boolPtr(true), PersistenceMode: boolPtr(true), MIG: "disabled", Fabric: "auto",
 		},
-		Thresholds: Thresholds{
-			MaxPCIeReplays:             100,
-			MaxCorrectedECC:            1000,
-			MaxRetiredPages:            60,
-			MaxCorrectableRemappedRows: 512,
-			MaxPowerPercent:            95,
-			// Application-level XIDs (catalog action IGNORE or RESTART_APP) do not make the
-			// hardware unfit; everything else since boot fails acceptance.
-			IgnoreXIDs:            []int{8, 13, 31, 32, 38, 43, 44, 45, 63, 68, 69, 92, 94, 121, 137},
-			MinPerformancePercent: 90,
-		},
+		Thresholds: rules.DefaultThresholds(),
 		Host: HostPolicy{
 			IOMMU: "any", CgroupVersion: 2, SecureBoot: "any", SMT: "any",
 			MinShmMiB: 1024, MinFreePercent: 15, MinFreeInodesPercent: 10,

@@ -18,8 +18,10 @@ import (
 // acceptance runs node-local acceptance when the controller asked for a generation the agent
 // has not answered, and publishes the record. After a release from Maintenance the run
 // also decides the serviced GPUs' health (release.go). A record that could not be created is kept
-// and created in a later round; the run is not repeated.
+// and created in a later round; the run is not repeated. Every round it first gives the
+// health monitor the governing policy's thresholds (policy.go).
 func (a *Agent) acceptance(ctx context.Context, gn *v1alpha1.GPUNode, nodeLabels map[string]string, class string) error {
+	a.followPolicy(ctx, nodeLabels)
 	answered := int64(0)
 	if a.last != nil {
 		answered = a.last.Generation
@@ -55,15 +57,12 @@ func (a *Agent) acceptance(ctx context.Context, gn *v1alpha1.GPUNode, nodeLabels
 // as serviced from just before the facts are gathered (once the policy is known, so that a
 // run that cannot start leaves the GPUs as they were).
 func (a *Agent) runAcceptance(ctx context.Context, gen int64, nodeLabels map[string]string, class string, release bool) (*v1alpha1.AcceptanceRecord, error) {
-	policies := &v1alpha1.GPUNodePolicyList{}
-	if err := a.cfg.Client.List(ctx, policies); err != nil {
-		return nil, fmt.Errorf("list GPUNodePolicies: %w", err)
+	gp, err := a.governing(ctx, nodeLabels, false)
+	if err != nil {
+		return nil, err
 	}
-	gp, errs := nodepolicy.Select(nodeLabels, policies.Items)
-	for _, err := range errs {
-		a.cfg.Log.Warn("GPUNodePolicy ignored", "node", a.cfg.NodeName, "err", err)
-	}
-	pol, ref := AcceptPolicy(gp, class)
+	pol, ref := nodepolicy.AcceptPolicy(gp, class)
+	a.mon.SetThresholds(pol.Thresholds) // the run and the monitor judge by the same table
 	// The policy's cache folders are checked as well as the agent's own, as in `gpunode accept`.
 	opts := a.cfg.HostOptions
 	opts.CacheDirs = append(slices.Clone(opts.CacheDirs), pol.Host.CacheDirs...)

@@ -1,130 +1,45 @@
 package agent
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"slices"
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpunode/gpunode/api/v1alpha1"
-	"github.com/gpunode/gpunode/internal/accept"
 	"github.com/gpunode/gpunode/internal/nodepolicy"
-	"github.com/gpunode/gpunode/internal/record"
 )
 
-// AcceptPolicy converts a GPUNodePolicy into the acceptance engine's policy for a node of
-// accelerator class class: accept.DefaultPolicy overridden by every field the policy sets,
-// with the hardware expectation of the class (none listed: only consistency is checked).
-// Layers the node cannot run (those of the controller) are left to the controller.
-// A nil policy, or nodepolicy.BuiltIn (no GPUNodePolicy selects the node), gives
-// accept.DefaultPolicy itself, named as `gpunode accept` without --policy names it. The
-// reference names the policy and hashes the effective policy, as `gpunode accept` does.
-func AcceptPolicy(gp *v1alpha1.GPUNodePolicy, class string) (accept.Policy, record.PolicyRef) {
-	p := accept.DefaultPolicy()
-	ref := record.PolicyRef{Name: p.Name, Source: "built-in"}
-	if gp != nil && !nodepolicy.IsBuiltIn(gp) {
-		p.Name = gp.Name
-		ref = record.PolicyRef{Name: gp.Name, Source: "GPUNodePolicy/" + gp.Name}
-		s := gp.Spec
-		for _, l := range s.Acceptance.Layers {
-			if slices.Contains(accept.NodeLocalLayers, accept.Layer(l)) {
-				p.Layers = append(p.Layers, accept.Layer(l))
-			}
-		}
-		for _, c := range s.Classes {
-			if c.Class == class {
-				expect(&p.Expect, c)
-			}
-		}
-		p.Versions = accept.Versions{Driver: s.Versions.Driver, CUDA: s.Versions.CUDA, Kernel: s.Versions.Kernel, Containerd: s.Versions.Containerd}
-		thresholds(&p.Thresholds, s.Acceptance.Thresholds)
-		hostPolicy(&p.Host, s.Acceptance.Host)
+// governing lists the GPUNodePolicies and returns the one that governs the node
+// (nodepolicy.Governing: BuiltIn when none selects it), logging the ones it had to ignore.
+// cached reads the list from the API server's watch cache (resourceVersion 0), as the
+// policy that the monitor follows every round may be a moment old; an acceptance run reads
+// it fresh.
+func (a *Agent) governing(ctx context.Context, nodeLabels map[string]string, cached bool) (*v1alpha1.GPUNodePolicy, error) {
+	policies := &v1alpha1.GPUNodePolicyList{}
+	var opts []client.ListOption
+	if cached {
+		opts = append(opts, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}})
 	}
-	b, _ := json.Marshal(p)
-	sum := sha256.Sum256(b)
-	ref.SHA256 = hex.EncodeToString(sum[:])
-	return p, ref
+	if err := a.cfg.Client.List(ctx, policies, opts...); err != nil {
+		return nil, fmt.Errorf("list GPUNodePolicies: %w", err)
+	}
+	gp, errs := nodepolicy.Governing(nodeLabels, policies.Items)
+	for _, err := range errs {
+		a.cfg.Log.Warn("GPUNodePolicy ignored", "node", a.cfg.NodeName, "err", err)
+	}
+	return gp, nil
 }
 
-func expect(e *accept.Expect, c v1alpha1.ClassExpectation) {
-	e.GPUs = int(c.GPUs)
-	e.Model = c.Model
-	e.MinMemoryMiB = uint64(max(c.MinMemoryMiB, 0))
-	e.NVLinksPerGPU = int(c.NVLinksPerGPU)
-	e.PCIeGen, e.PCIeWidth = int(c.PCIeGen), int(c.PCIeWidth)
-	setPtr(&e.ECC, c.ECC)
-	setPtr(&e.PersistenceMode, c.PersistenceMode)
-	setString(&e.MIG, c.MIG)
-	setString(&e.Fabric, c.Fabric)
-}
-
-func thresholds(t *accept.Thresholds, in v1alpha1.Thresholds) {
-	if in.MaxTemperatureC != nil {
-		t.MaxTemperatureC = int(*in.MaxTemperatureC)
+// followPolicy gives the health monitor the thresholds of the policy that governs the node
+// now, so that the monitor judges a GPU by the same limits as acceptance does. It runs every
+// round; when the policies cannot be listed the monitor keeps the thresholds it has.
+func (a *Agent) followPolicy(ctx context.Context, nodeLabels map[string]string) {
+	gp, err := a.governing(ctx, nodeLabels, true)
+	if err != nil {
+		a.cfg.Log.Debug("health thresholds not refreshed", "node", a.cfg.NodeName, "err", err)
+		return
 	}
-	if in.MaxPCIeReplays != nil {
-		t.MaxPCIeReplays = uint64(max(*in.MaxPCIeReplays, 0))
-	}
-	if in.MaxCorrectedECC != nil {
-		t.MaxCorrectedECC = uint64(max(*in.MaxCorrectedECC, 0))
-	}
-	if in.MaxRetiredPages != nil {
-		t.MaxRetiredPages = int(*in.MaxRetiredPages)
-	}
-	if in.MaxCorrectableRemappedRows != nil {
-		t.MaxCorrectableRemappedRows = int(*in.MaxCorrectableRemappedRows)
-	}
-	if in.MaxPowerPercent != nil {
-		t.MaxPowerPercent = int(*in.MaxPowerPercent)
-	}
-	if in.MinPerformancePercent != nil {
-		t.MinPerformancePercent = int(*in.MinPerformancePercent)
-	}
-	if in.IgnoreXIDs != nil {
-		t.IgnoreXIDs = make([]int, len(in.IgnoreXIDs))
-		for i, x := range in.IgnoreXIDs {
-			t.IgnoreXIDs[i] = int(x)
-		}
-	}
-}
-
-func hostPolicy(h *accept.HostPolicy, in v1alpha1.HostPolicy) {
-	setString(&h.IOMMU, in.IOMMU)
-	setString(&h.SecureBoot, in.SecureBoot)
-	setString(&h.SMT, in.SMT)
-	setString(&h.NVIDIARuntime, in.NVIDIARuntime)
-	setString(&h.KubeletReservations, in.KubeletReservations)
-	if in.CgroupVersion != nil {
-		h.CgroupVersion = int(*in.CgroupVersion)
-	}
-	if in.MinShmMiB != nil {
-		h.MinShmMiB = uint64(max(*in.MinShmMiB, 0))
-	}
-	if in.MinHugepages != nil {
-		h.MinHugepages = int(*in.MinHugepages)
-	}
-	if in.MinFreePercent != nil {
-		h.MinFreePercent = int(*in.MinFreePercent)
-	}
-	if in.MinFreeInodesPercent != nil {
-		h.MinFreeInodesPercent = int(*in.MinFreeInodesPercent)
-	}
-	if in.CacheDirs != nil {
-		h.CacheDirs = in.CacheDirs
-	}
-	setPtr(&h.TimeSync, in.TimeSync)
-	setPtr(&h.GPUNUMALocal, in.GPUNUMALocal)
-}
-
-func setString(dst *string, v string) {
-	if v != "" {
-		*dst = v
-	}
-}
-
-func setPtr(dst **bool, v *bool) {
-	if v != nil {
-		b := *v
-		*dst = &b
-	}
+	a.mon.SetThresholds(nodepolicy.Thresholds(gp))
 }

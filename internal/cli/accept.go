@@ -2,9 +2,6 @@ package cli
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,12 +12,14 @@ import (
 
 	"github.com/gpunode/gpunode/internal/accept"
 	"github.com/gpunode/gpunode/internal/buildinfo"
+	"github.com/gpunode/gpunode/internal/nodepolicy"
 	"github.com/gpunode/gpunode/internal/record"
 )
 
 type acceptOptions struct {
 	facts       factOptions
 	policyFile  string
+	class       string
 	expectGPUs  int
 	expectModel string
 	layers      []string
@@ -56,6 +55,11 @@ Run only when named (--layers), as they put load on the GPUs (docs/performance.m
                matmul on every GPU, an NCCL all-reduce across the GPUs, a checkpoint
                save/restore round trip. No python3 or no torch: the layer skips.
 
+The policy is a GPUNodePolicy (--policy FILE: the same YAML that kubectl applies, see
+docs/policy.md); its thresholds are the ones the agent's health monitor judges by. Fields a
+node-local run does not use (node selection, remediation, the controller's layers, the
+monitor's rates) are named on stderr.
+
 Each check passes, warns, fails or skips (a skip always says why). The node passes when
 no check fails. The record follows the node acceptance template field by field.
 
@@ -64,8 +68,10 @@ Exit codes: 0 passed, 1 failed, 2 bad usage or bad input (policy, baseline or sc
   gpunode accept
   # anywhere, on 8 simulated H100s, writing the record as JSON and Markdown
   gpunode accept --sim h100x8 --output-dir ./records
-  # with a policy, JSON on stdout
+  # with a GPUNodePolicy, JSON on stdout
   gpunode accept --policy examples/policies/h100x8.yaml --format json
+  # a policy of several accelerator classes, for this node's class
+  gpunode accept --policy fleet.yaml --class h100-80g
   # performance against the baseline, and PyTorch on every GPU
   gpunode accept --layers performance,frameworks -o json
   # with this fleet's own expected values (docs/performance.md)
@@ -77,9 +83,10 @@ Exit codes: 0 passed, 1 failed, 2 bad usage or bad input (policy, baseline or sc
 	}
 	fs := cmd.Flags()
 	o.facts.addFlags(fs)
-	fs.StringVar(&o.policyFile, "policy", "", "acceptance policy YAML (default: the built-in policy; see docs/policy.md)")
-	fs.IntVar(&o.expectGPUs, "expect-gpus", 0, "expected GPU count (overrides the policy's expect.gpus)")
-	fs.StringVar(&o.expectModel, "expect-model", "", "expected GPU model as the driver names it, e.g. \"NVIDIA H100 80GB HBM3\" (overrides expect.model)")
+	fs.StringVar(&o.policyFile, "policy", "", "GPUNodePolicy YAML, as kubectl applies it (default: the built-in policy; see docs/policy.md)")
+	fs.StringVar(&o.class, "class", "", "accelerator class whose expectation the policy applies (default: the policy's only class)")
+	fs.IntVar(&o.expectGPUs, "expect-gpus", 0, "expected GPU count (overrides the class's gpus)")
+	fs.StringVar(&o.expectModel, "expect-model", "", "expected GPU model as the driver names it, e.g. \"NVIDIA H100 80GB HBM3\" (overrides the class's model)")
 	fs.StringSliceVar(&o.layers, "layers", nil, "layers to run: host (L0), hardware (L1), performance (L4), frameworks (L5) (default: the policy's, else L0 and L1)")
 	fs.StringVar(&o.layerOpts.baselineFile, "baseline", "", "performance baseline YAML over the built-in one (docs/performance.md)")
 	fs.StringVar(&o.layerOpts.python, "python", "python3", "Python interpreter for the frameworks layer")
@@ -90,15 +97,29 @@ Exit codes: 0 passed, 1 failed, 2 bad usage or bad input (policy, baseline or sc
 	return cmd
 }
 
-func (o *acceptOptions) policy() (accept.Policy, record.PolicyRef, error) {
+// policy is the effective policy: the built-in one, or the GPUNodePolicy of --policy
+// converted for --class (nodepolicy.AcceptPolicy, as the agent converts the cluster's), with
+// the flags over it. What the file sets that this run does not use is named on errOut.
+func (o *acceptOptions) policy(errOut io.Writer) (accept.Policy, record.PolicyRef, error) {
 	p := accept.DefaultPolicy()
 	ref := record.PolicyRef{Name: p.Name, Source: "built-in"}
+	if o.class != "" && o.policyFile == "" {
+		return p, ref, usageErrorf("--class %s: only with --policy (the built-in policy has no classes)", o.class)
+	}
 	if o.policyFile != "" {
-		var err error
-		if p, err = accept.LoadPolicy(o.policyFile); err != nil {
+		gp, err := nodepolicy.Load(o.policyFile)
+		if err != nil {
 			return p, ref, usageError(err)
 		}
+		class, err := nodepolicy.ClassFor(gp, o.class)
+		if err != nil {
+			return p, ref, usageErrorf("policy %s: %w", o.policyFile, err)
+		}
+		p, _ = nodepolicy.AcceptPolicy(gp, class)
 		ref = record.PolicyRef{Name: p.Name, Source: o.policyFile}
+		for _, u := range nodepolicy.Unused(gp) {
+			fmt.Fprintf(errOut, "policy %s: not used by a node-local run: %s\n", o.policyFile, u)
+		}
 	}
 	if o.expectGPUs < 0 {
 		return p, ref, usageErrorf("--expect-gpus %d: must not be negative", o.expectGPUs)
@@ -119,9 +140,7 @@ func (o *acceptOptions) policy() (accept.Policy, record.PolicyRef, error) {
 			p.Layers = append(p.Layers, l)
 		}
 	}
-	b, _ := json.Marshal(p)
-	sum := sha256.Sum256(b)
-	ref.SHA256 = hex.EncodeToString(sum[:])
+	ref.SHA256 = nodepolicy.Hash(p)
 	return p, ref, nil
 }
 
@@ -131,7 +150,7 @@ func runAccept(ctx context.Context, o *acceptOptions, out, errOut io.Writer) err
 	default:
 		return usageErrorf("--format %q: want table, json or markdown", o.format)
 	}
-	pol, ref, err := o.policy()
+	pol, ref, err := o.policy(errOut)
 	if err != nil {
 		return err
 	}

@@ -83,7 +83,7 @@ func TestAcceptPerformanceAndFrameworksLayers(t *testing.T) {
 		{"a frameworks timeout that is not positive is a usage error", []string{"--sim", "h100x8", "--frameworks-timeout", "0s"}, ExitUsage,
 			nil, []string{"--frameworks-timeout 0s: must be positive"}, nil},
 	}
-	policy75 := writeFile(t, dir, "p75.yaml", "apiVersion: gpunode.dev/v1alpha1\nkind: AcceptancePolicy\nname: p75\nthresholds:\n  minPerformancePercent: 75\n")
+	policy75 := writeFile(t, dir, "p75.yaml", "apiVersion: gpunode.dev/v1alpha1\nkind: GPUNodePolicy\nmetadata:\n  name: p75\nspec:\n  acceptance:\n    thresholds:\n      minPerformancePercent: 75\n")
 	fake := fakePython(t, onePassingGPU)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,6 +5,9 @@ import (
 	"testing"
 )
 
+// gnpHeader starts a GPUNodePolicy file whose spec follows from line 6.
+const gnpHeader = "apiVersion: gpunode.dev/v1alpha1\nkind: GPUNodePolicy\nmetadata:\n  name: x\nspec:\n"
+
 func TestABadPolicyFileExitsTwoNamingTheFileAndLine(t *testing.T) {
 	dir := t.TempDir()
 	cases := []struct {
@@ -13,14 +16,18 @@ func TestABadPolicyFileExitsTwoNamingTheFileAndLine(t *testing.T) {
 		inStderr []string
 	}{
 		{"a missing file", filepath.Join(dir, "missing.yaml"), []string{"cannot read", "no such file"}},
-		{"a YAML syntax error", writeFile(t, dir, "syntax.yaml", "name: x\nexpect:\n  gpus: 8\n  model: a: b\n"),
-			[]string{"line 4: mapping values are not allowed"}},
-		{"an unknown field", writeFile(t, dir, "unknown.yaml", "name: x\nexpect:\n  gpus: 8\n  gpuz: 3\n"),
-			[]string{`line 4: unknown field "gpuz"`}},
-		{"a value outside its enum", writeFile(t, dir, "enum.yaml", "name: x\nhost:\n  iommu: maybe\n"),
-			[]string{`line 3: host.iommu: "maybe" is not one of any, enabled, passthrough, disabled`}},
-		{"an unsupported apiVersion", writeFile(t, dir, "api.yaml", "apiVersion: gpunode.dev/v9\nname: x\n"),
+		{"a YAML syntax error", writeFile(t, dir, "syntax.yaml", gnpHeader+"  classes:\n    - class: a\n      model: a: b\n"),
+			[]string{"line 8: mapping values are not allowed"}},
+		{"an unknown field", writeFile(t, dir, "unknown.yaml", gnpHeader+"  classes:\n    - class: a\n      gpuz: 3\n"),
+			[]string{`line 8: unknown field "gpuz" in spec.classes[0]`}},
+		{"a value outside its enum", writeFile(t, dir, "enum.yaml", gnpHeader+"  acceptance:\n    host:\n      iommu: maybe\n"),
+			[]string{`line 8: spec.acceptance.host.iommu: "maybe" is not one of any, enabled, passthrough, disabled`}},
+		{"an unsupported apiVersion", writeFile(t, dir, "api.yaml", "apiVersion: gpunode.dev/v9\nkind: GPUNodePolicy\n"),
 			[]string{"line 1: apiVersion", "gpunode.dev/v1alpha1"}},
+		{"a file of the earlier AcceptancePolicy kind", writeFile(t, dir, "old.yaml", "apiVersion: gpunode.dev/v1alpha1\nkind: AcceptancePolicy\nname: x\n"),
+			[]string{"line 2: kind AcceptancePolicy is no longer read: write the policy as a GPUNodePolicy", "docs/policy.md"}},
+		{"a policy of several classes without --class", writeFile(t, dir, "classes.yaml", gnpHeader+"  classes:\n    - class: a\n    - class: b\n"),
+			[]string{"the policy lists classes a, b: choose one with --class"}},
 		{"an empty file", writeFile(t, dir, "empty.yaml", ""), []string{"file is empty"}},
 	}
 	for _, tc := range cases {
@@ -36,9 +43,29 @@ func TestABadPolicyFileExitsTwoNamingTheFileAndLine(t *testing.T) {
 
 func TestAGoodPolicyFileIsNamedInTheRecord(t *testing.T) {
 	path := writeFile(t, t.TempDir(), "policy.yaml",
-		"apiVersion: gpunode.dev/v1alpha1\nkind: AcceptancePolicy\nname: h100-fleet\nexpect:\n  gpus: 8\n  model: NVIDIA H100 80GB HBM3\n")
+		"apiVersion: gpunode.dev/v1alpha1\nkind: GPUNodePolicy\nmetadata:\n  name: h100-fleet\nspec:\n  classes:\n    - class: h100\n      gpus: 8\n      model: NVIDIA H100 80GB HBM3\n")
 	r := execute(t, "accept", "-q", "--sim", "h100x8", "--policy", path, "--format", "markdown")
 	r.check(t, ExitOK, []string{"policy `h100-fleet` (" + path + ")", "8 GPUs, as expected"}, nil)
+	if r.stderr != "" {
+		t.Errorf("a policy the run uses whole printed on stderr:\n%s", r.stderr)
+	}
+}
+
+func TestAPolicyFieldTheNodeLocalRunDoesNotUseIsNamedOnStderr(t *testing.T) {
+	path := writeFile(t, t.TempDir(), "policy.yaml", gnpHeader+"  nodeSelector:\n    matchLabels: {pool: a}\n  agentLostAfter: 5m\n  classes:\n    - class: h100\n      gpus: 8\n")
+	r := execute(t, "accept", "-q", "--sim", "h100x8", "--policy", path)
+	r.check(t, ExitOK, nil, []string{
+		"policy " + path + ": not used by a node-local run: spec.nodeSelector and spec.priority",
+		"policy " + path + ": not used by a node-local run: spec.agentLostAfter",
+	})
+}
+
+func TestAClassOfThePolicyIsChosenWithClass(t *testing.T) {
+	path := writeFile(t, t.TempDir(), "fleet.yaml", gnpHeader+"  classes:\n    - class: h100\n      gpus: 8\n    - class: small\n      gpus: 4\n")
+	r := execute(t, "accept", "-q", "--sim", "h100x8", "--policy", path, "--class", "small")
+	r.check(t, ExitFail, []string{"8 GPUs found, 4 expected"}, nil)
+	r = execute(t, "accept", "-q", "--sim", "h100x8", "--class", "small")
+	r.check(t, ExitUsage, nil, []string{"--class small: only with --policy"})
 }
 
 func TestABadScenarioOrPresetExitsTwoNamingIt(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"github.com/gpunode/gpunode/internal/fault"
 	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/health"
+	"github.com/gpunode/gpunode/internal/rules"
 	"github.com/gpunode/gpunode/internal/xid"
 )
 
@@ -88,7 +89,7 @@ func gpuProbes(f Facts) []Probe {
 		return g
 	}
 	refs := gpuRefs(f.Snapshot)
-	for _, hf := range health.FromSnapshot(nil, f.Snapshot, health.DefaultCounterPolicy()) {
+	for _, hf := range health.FromSnapshot(nil, f.Snapshot, rules.DefaultThresholds()) {
 		ref := GPURef{Index: hf.GPUIndex, UUID: hf.GPU}
 		if r, ok := refs.byUUID[hf.GPU]; ok {
 			ref = r

@@ -45,6 +45,23 @@ func (d *Device) Err(f Field) *FieldError {
 	return nil
 }
 
+// Unreachable returns why the device does not answer at all, or nil: it could not be
+// opened (FieldDevice), or a fact read failed because the GPU is lost. With several lost
+// reads the reason is the first field in name order, so every caller gives the same one.
+func (d *Device) Unreachable() *FieldError {
+	if e := d.Err(FieldDevice); e != nil {
+		return e
+	}
+	var first Field
+	var lost *FieldError
+	for f, e := range d.Errors { // no sorting, no allocation: this runs for every GPU at every poll
+		if e.Lost && (lost == nil || f < first) {
+			first, lost = f, &e
+		}
+	}
+	return lost
+}
+
 // SetErr records that a field could not be read.
 func (d *Device) SetErr(f Field, err error) {
 	if err == nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/gpunode/gpunode/internal/fault"
 	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/gpu/sim"
+	"github.com/gpunode/gpunode/internal/rules"
 )
 
 // The simulated GPUs are the contract tests and demos rely on: a healthy preset has no
@@ -27,7 +28,7 @@ func TestFromSnapshotOnSimulatedGPUs(t *testing.T) {
 		{"a simulated PCIe width downgrade requires a reset", sim.Fault{GPU: 0, Type: sim.FaultPCIeDowngrade, LinkWidth: 8},
 			"0 pcie-link-width pcie/critical/reset-gpu"},
 		{"a simulated thermal throttle warns", sim.Fault{GPU: 5, Type: sim.FaultThermalThrottle},
-			"5 clock-hw-slowdown gpu/warning/none; 5 clock-hw-thermal-slowdown gpu/warning/none"},
+			"5 temperature-high gpu/warning/none; 5 clock-hw-slowdown gpu/warning/none; 5 clock-hw-thermal-slowdown gpu/warning/none"},
 		{"a simulated recovery action requires what it says", sim.Fault{GPU: 6, Type: sim.FaultRecoveryAction, Action: gpu.RecoveryNodeReboot},
 			"6 recovery-action gpu/critical/reboot-node"},
 		{"a simulated lost GPU is lost", sim.Fault{GPU: 7, Type: sim.FaultGPULost}, "7 gpu-lost gpu/fatal/reboot-node"},
@@ -51,10 +52,10 @@ func TestFromSnapshotOnSimulatedGPUs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r := render(FromSnapshot(prev, cur, DefaultCounterPolicy())); r != tt.want {
+			if r := render(FromSnapshot(prev, cur, rules.DefaultThresholds())); r != tt.want {
 				t.Errorf("findings\n got %q\nwant %q", r, tt.want)
 			}
-			if r := render(FromSnapshot(nil, prev, DefaultCounterPolicy())); r != "" {
+			if r := render(FromSnapshot(nil, prev, rules.DefaultThresholds())); r != "" {
 				t.Errorf("the healthy first snapshot has findings %q", r)
 			}
 		})

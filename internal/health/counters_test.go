@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gpunode/gpunode/internal/gpu"
+	"github.com/gpunode/gpunode/internal/rules"
 )
 
 // healthyDevice is a busy H100 on which FromSnapshot finds nothing.
@@ -81,11 +82,17 @@ func TestFromSnapshot(t *testing.T) {
 		{name: "corrected ECC errors over ten minutes are judged per minute and 900 do not warn", interval: 10 * time.Minute,
 			cur: func(d *gpu.Device) { d.ECC.VolatileCorrected = 900 }, want: ""},
 		{name: "corrected ECC errors over ten minutes are judged per minute and 1001 warn", interval: 10 * time.Minute,
-			cur: func(d *gpu.Device) { d.ECC.VolatileCorrected = 1001 }, want: "0 ecc-corrected-rate memory/warning/none"},
-		{name: "corrected ECC errors are not rated on the first poll", noPrev: true,
-			cur: func(d *gpu.Device) { d.ECC.VolatileCorrected = 1_000_000 }, want: ""},
-		{name: "rates are not judged when the snapshots are out of order", interval: -time.Minute,
-			cur: func(d *gpu.Device) { d.ECC.VolatileCorrected, d.PCI.ReplayCounter = 1_000_000, 1_000_000 }, want: ""},
+			cur: func(d *gpu.Device) { d.ECC.VolatileCorrected = 1001 }, want: "0 ecc-corrected-limit memory/warning/none; 0 ecc-corrected-rate memory/warning/none"},
+		{name: "corrected ECC errors are not rated on the first poll, only held to the limit since the reset", noPrev: true,
+			cur: func(d *gpu.Device) { d.ECC.VolatileCorrected = 1_000_000 }, want: "0 ecc-corrected-limit memory/warning/none"},
+		{name: "1000 corrected ECC errors since the reset are within the limit", noPrev: true,
+			cur: func(d *gpu.Device) { d.ECC.VolatileCorrected = 1000 }, want: ""},
+		{name: "rates are not judged when the snapshots are out of order, only the limits since the reset", interval: -time.Minute,
+			cur:  func(d *gpu.Device) { d.ECC.VolatileCorrected, d.PCI.ReplayCounter = 1_000_000, 1_000_000 },
+			want: "0 ecc-corrected-limit memory/warning/none; 0 pcie-replay-limit pcie/warning/none"},
+		{name: "more correctable remapped rows than 512 warn",
+			cur:  func(d *gpu.Device) { d.RowRemap.Correctable = 513 },
+			want: "0 row-remap-correctable memory/warning/none"},
 		{name: "a pending row remap requires a GPU reset",
 			cur:  func(d *gpu.Device) { d.RowRemap.Pending = true },
 			want: "0 row-remap-pending memory/critical/reset-gpu"},
@@ -101,13 +108,13 @@ func TestFromSnapshot(t *testing.T) {
 		{name: "60 retired pages are within the limit",
 			cur: func(d *gpu.Device) { d.RetiredPages.SingleBit = 60 }, want: ""},
 		{name: "PCIe replays faster than 8 a minute warn",
-			prev: func(d *gpu.Device) { d.PCI.ReplayCounter = 100 },
-			cur:  func(d *gpu.Device) { d.PCI.ReplayCounter = 109 },
+			prev: func(d *gpu.Device) { d.PCI.ReplayCounter = 50 },
+			cur:  func(d *gpu.Device) { d.PCI.ReplayCounter = 59 },
 			want: "0 pcie-replay-rate pcie/warning/none"},
 		{name: "8 PCIe replays in 10 seconds do not warn",
 			cur: func(d *gpu.Device) { d.PCI.ReplayCounter = 8 }, want: ""},
-		{name: "PCIe replays are not rated without a previous snapshot", noPrev: true,
-			cur: func(d *gpu.Device) { d.PCI.ReplayCounter = 5000 }, want: ""},
+		{name: "PCIe replays are not rated without a previous snapshot, only held to the limit since driver load", noPrev: true,
+			cur: func(d *gpu.Device) { d.PCI.ReplayCounter = 5000 }, want: "0 pcie-replay-limit pcie/warning/none"},
 		{name: "a PCIe link narrower than its maximum is critical and requires a reset",
 			cur:  func(d *gpu.Device) { d.PCI.LinkWidth = 8 },
 			want: "0 pcie-link-width pcie/critical/reset-gpu"},
@@ -192,7 +199,7 @@ func TestFromSnapshot(t *testing.T) {
 			if !tt.noPrev {
 				prev = snapshotAt(t0, tt.prev)
 			}
-			got := FromSnapshot(prev, snapshotAt(t0.Add(iv), tt.cur), DefaultCounterPolicy())
+			got := FromSnapshot(prev, snapshotAt(t0.Add(iv), tt.cur), rules.DefaultThresholds())
 			if r := render(got); r != tt.want {
 				t.Errorf("findings\n got %q\nwant %q", r, tt.want)
 			}
@@ -204,7 +211,7 @@ func TestFromSnapshotReportsAGPUTheDriverNoLongerLists(t *testing.T) {
 	prev := snapshotAt(t0, nil)
 	cur := snapshotAt(t0.Add(time.Second), nil)
 	cur.Devices = cur.Devices[:1]
-	got := FromSnapshot(prev, cur, DefaultCounterPolicy())
+	got := FromSnapshot(prev, cur, rules.DefaultThresholds())
 	if r := render(got); r != "1 gpu-lost gpu/fatal/reboot-node" || got[0].GPU != "GPU-1" {
 		t.Errorf("findings %q (GPU %q), want GPU-1 lost", r, got[0].GPU)
 	}
@@ -212,7 +219,7 @@ func TestFromSnapshotReportsAGPUTheDriverNoLongerLists(t *testing.T) {
 
 func TestFromSnapshotFillsEveryField(t *testing.T) {
 	cur := snapshotAt(t0, func(d *gpu.Device) { d.RowRemap.Pending = true })
-	got := FromSnapshot(nil, cur, DefaultCounterPolicy())
+	got := FromSnapshot(nil, cur, rules.DefaultThresholds())
 	if len(got) != 1 {
 		t.Fatalf("got %d findings, want 1", len(got))
 	}
@@ -225,7 +232,7 @@ func TestFromSnapshotFillsEveryField(t *testing.T) {
 }
 
 func TestFromSnapshotOfNothingIsNothing(t *testing.T) {
-	if got := FromSnapshot(snapshotAt(t0, nil), nil, DefaultCounterPolicy()); got != nil {
+	if got := FromSnapshot(snapshotAt(t0, nil), nil, rules.DefaultThresholds()); got != nil {
 		t.Errorf("FromSnapshot(prev, nil) = %v, want nil", got)
 	}
 }

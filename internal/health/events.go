@@ -6,6 +6,7 @@ import (
 
 	"github.com/gpunode/gpunode/internal/fault"
 	"github.com/gpunode/gpunode/internal/gpu"
+	"github.com/gpunode/gpunode/internal/rules"
 )
 
 // XIDLookup classifies an XID code from the XID catalog: component, severity and action,
@@ -69,7 +70,8 @@ func FromEvent(ev gpu.Event, lookup XIDLookup) Finding {
 				ra = recoveryCodes[ev.Data]
 			}
 		}
-		if r, ok := recoveryFinding(ev.UUID, ev.Index, ra, SourceNVMLEvent, ev.Time); ok {
+		if o, ok := rules.RecoveryAction(ra); ok {
+			r := FromOutcome(ev.UUID, ev.Index, SourceNVMLEvent, ev.Time, o)
 			r.Evidence = []string{stamp(ev.Time, eventEvidence(ev))}
 			return r
 		}

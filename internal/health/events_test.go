@@ -6,6 +6,7 @@ import (
 
 	"github.com/gpunode/gpunode/internal/fault"
 	"github.com/gpunode/gpunode/internal/gpu"
+	"github.com/gpunode/gpunode/internal/rules"
 )
 
 // catalog stands in for internal/xid's lookup: it knows 13, 48 and 79.
@@ -113,7 +114,7 @@ func TestDoubleBitEventAndCounterAreOneFinding(t *testing.T) {
 	a := NewAggregator(0)
 	a.Add(FromEvent(event(gpu.EventECCDoubleBit), catalog))
 	cur := snapshotAt(t0, func(d *gpu.Device) { d.Index, d.UUID, d.ECC.VolatileUncorrected = 3, "GPU-3", 1 })
-	for _, f := range FromSnapshot(nil, cur, DefaultCounterPolicy()) {
+	for _, f := range FromSnapshot(nil, cur, rules.DefaultThresholds()) {
 		a.Add(f)
 	}
 	f, ok := a.Get("GPU-3", CauseECCUncorrected)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/health"
+	"github.com/gpunode/gpunode/internal/rules"
 )
 
 // The monitor's loop in miniature: a poll shows a pending row remap, the GPU is reset, the
@@ -19,7 +20,7 @@ func Example() {
 
 	agg := health.NewAggregator(0)
 	s := health.NewState(t0)
-	for _, f := range health.FromSnapshot(prev, cur, health.DefaultCounterPolicy()) {
+	for _, f := range health.FromSnapshot(prev, cur, rules.DefaultThresholds()) {
 		agg.Add(f)
 		s = health.Next(s, f, cur.Time)
 		fmt.Println(f)

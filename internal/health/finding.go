@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/gpunode/gpunode/internal/fault"
+	"github.com/gpunode/gpunode/internal/gpu"
+	"github.com/gpunode/gpunode/internal/rules"
 )
 
 // Source is where a finding came from.
@@ -33,21 +35,27 @@ const (
 // Causes: the stable keys findings are deduplicated on (with the GPU). XID findings use
 // XIDCause, NVLink findings NVLinkDownCause and clock events ClockEventCause.
 const (
-	CauseGPULost          = "gpu-lost"
+	CauseGPULost          = rules.CauseGPULost
 	CauseGPUUnavailable   = "gpu-unavailable"
-	CauseECCUncorrected   = "ecc-uncorrected"
-	CauseECCAggregate     = "ecc-uncorrected-aggregate"
-	CauseECCCorrectedRate = "ecc-corrected-rate"
+	CauseECCUncorrected   = rules.CauseECCUncorrected
+	CauseECCAggregate     = rules.CauseECCAggregate
+	CauseECCCorrected     = rules.CauseECCCorrected
+	CauseECCCorrectedRate = rules.CauseECCCorrectedRate
 	CauseECCSingleBit     = "ecc-single-bit"
-	CauseRowRemapPending  = "row-remap-pending"
-	CauseRowRemapFailure  = "row-remap-failure"
-	CauseRetiredPending   = "retired-pages-pending"
-	CauseRetiredLimit     = "retired-pages-limit"
-	CausePCIeReplayRate   = "pcie-replay-rate"
-	CausePCIeLinkWidth    = "pcie-link-width"
-	CausePCIeLinkGen      = "pcie-link-gen"
-	CauseRecoveryAction   = "recovery-action"
-	CauseFabric           = "fabric-registration"
+	CauseRowRemapPending  = rules.CauseRowRemapPending
+	CauseRowRemapFailure  = rules.CauseRowRemapFailure
+	CauseRowRemapRows     = rules.CauseRowRemapRows
+	CauseRetiredPending   = rules.CauseRetiredPending
+	CauseRetiredLimit     = rules.CauseRetiredLimit
+	CausePCIeReplays      = rules.CausePCIeReplays
+	CausePCIeReplayRate   = rules.CausePCIeReplayRate
+	CausePCIeLinkWidth    = rules.CausePCIeLinkWidth
+	CausePCIeLinkGen      = rules.CausePCIeLinkGen
+	CauseTemperature      = rules.CauseTemperature
+	CausePowerDraw        = rules.CausePowerDraw
+	CausePowerLimit       = rules.CausePowerLimit
+	CauseRecoveryAction   = rules.CauseRecoveryAction
+	CauseFabric           = rules.CauseFabric
 	// CauseOverflow is the Aggregator's own finding for what it could not keep.
 	CauseOverflow = "overflow"
 	// CauseCheckFailed (optionally "check-failed/<check id>") is recorded by Next.
@@ -58,7 +66,10 @@ const (
 func XIDCause(code int) string { return "xid-" + strconv.Itoa(code) }
 
 // NVLinkDownCause is the cause of a down NVLink: "nvlink-down-7".
-func NVLinkDownCause(link int) string { return "nvlink-down-" + strconv.Itoa(link) }
+func NVLinkDownCause(link int) string { return rules.NVLinkDownCause(link) }
+
+// ClockEventCause is the cause of a non-benign clock event: "clock-hw-thermal-slowdown".
+func ClockEventCause(e gpu.ClockEvent) string { return rules.ClockEventCause(e) }
 
 // EventCause is the cause of a device event of a kind this package does not know.
 func EventCause(kind string) string { return "event-" + kind }
@@ -98,20 +109,15 @@ func (f Finding) String() string {
 	return fmt.Sprintf("%s: %s %s/%s, action %s: %s (x%d)", where, f.Cause, f.Component, f.Severity, f.Action, f.Summary, f.Count)
 }
 
-// Unhealthy reports whether the finding takes its GPU out of service: it is critical or
-// fatal, or it requires a GPU reset or more.
-func (f Finding) Unhealthy() bool {
-	return f.Severity.Rank() >= fault.SeverityCritical.Rank() || f.Action.Rank() >= fault.ActionResetGPU.Rank()
-}
+// Unhealthy reports whether the finding takes its GPU out of service: its level
+// (rules.LevelOf, the mapping acceptance shares) is Fail: it is critical or fatal, or it
+// requires a GPU reset or more.
+func (f Finding) Unhealthy() bool { return rules.LevelOf(f.Severity, f.Action) == rules.Fail }
 
 // Degrades reports whether the finding degrades a healthy GPU without taking it out of
-// service: a warning (or an unknown severity), or an action short of a GPU reset.
-func (f Finding) Degrades() bool {
-	if f.Unhealthy() {
-		return false
-	}
-	return f.Severity == fault.SeverityWarning || f.Severity.Rank() < 0 || f.Action.Rank() > fault.ActionNone.Rank()
-}
+// service: its level is Warn: a warning (or an unknown severity), or an action short of a
+// GPU reset.
+func (f Finding) Degrades() bool { return rules.LevelOf(f.Severity, f.Action) == rules.Warn }
 
 // newFinding is a finding of one device observed once at t.
 func newFinding(uuid string, index int, c fault.Component, s fault.Severity, a fault.Action, src Source, cause, summary string, t time.Time, evidence ...string) Finding {

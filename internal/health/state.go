@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/gpunode/gpunode/internal/fault"
+	"github.com/gpunode/gpunode/internal/rules"
 )
 
 // Health is a GPU's health.
@@ -185,4 +186,17 @@ func addCause(s State, cause string) State {
 		s.Causes = slices.Insert(slices.Clip(s.Causes), i, cause)
 	}
 	return s
+}
+
+// HealthOf is the health a rule outcome's level leads a healthy GPU to: unhealthy for
+// Fail, degraded for Warn, healthy otherwise; acceptance maps the same level to fail, warn
+// and pass (accept.StatusOf).
+func HealthOf(l rules.Level) Health {
+	switch l {
+	case rules.Fail:
+		return Unhealthy
+	case rules.Warn:
+		return Degraded
+	}
+	return Healthy
 }

@@ -12,11 +12,13 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gpunode/gpunode/internal/fault"
 	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/health"
+	"github.com/gpunode/gpunode/internal/rules"
 	"github.com/gpunode/gpunode/internal/xid"
 )
 
@@ -37,7 +39,9 @@ type Config struct {
 	Backend gpu.Backend
 	// Interval between counter polls (default 10 s).
 	Interval time.Duration
-	Counters health.CounterPolicy
+	// Thresholds the rules judge by (default rules.DefaultThresholds); SetThresholds
+	// replaces them while the monitor runs.
+	Thresholds rules.Thresholds
 	// Kernel follows the kernel log; nil = not followed.
 	Kernel KernelSource
 	// Events: watch the backend's device events when it has them (default true).
@@ -60,8 +64,9 @@ type Config struct {
 
 // Monitor is one node's health monitor. Its read methods are safe while Run runs.
 type Monitor struct {
-	cfg Config
-	agg *health.Aggregator
+	cfg        Config
+	agg        *health.Aggregator
+	thresholds atomic.Pointer[rules.Thresholds] // thresholds.go
 
 	mu      sync.Mutex
 	states  map[string]*gpuState // by UUID
@@ -105,8 +110,8 @@ func New(cfg Config) (*Monitor, error) {
 	if cfg.Interval <= 0 {
 		cfg.Interval = 10 * time.Second
 	}
-	if cfg.Counters == (health.CounterPolicy{}) {
-		cfg.Counters = health.DefaultCounterPolicy()
+	if isZero(cfg.Thresholds) {
+		cfg.Thresholds = rules.DefaultThresholds()
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
@@ -114,7 +119,9 @@ func New(cfg Config) (*Monitor, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Monitor{cfg: cfg, agg: health.NewAggregator(0), states: map[string]*gpuState{}, byPCI: map[string]gpuRef{}, windows: map[string][]xid.Event{}}, nil
+	m := &Monitor{cfg: cfg, agg: health.NewAggregator(0), states: map[string]*gpuState{}, byPCI: map[string]gpuRef{}, windows: map[string][]xid.Event{}}
+	m.SetThresholds(cfg.Thresholds)
+	return m, nil
 }
 
 // Run polls, watches and follows until ctx ends. A source that fails becomes a node-level

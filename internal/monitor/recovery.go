@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/health"
+	"github.com/gpunode/gpunode/internal/rules"
 )
 
 // A recovery reaches a GPU's health in two steps, whoever carried it out: Recovered (the
@@ -225,4 +226,4 @@ func (m *Monitor) stateOf(uuid string) (health.State, bool) {
 }
 
 // counters is the counter policy the monitor judges snapshots by.
-func (m *Monitor) counters() health.CounterPolicy { return m.cfg.Counters }
+func (m *Monitor) counters() rules.Thresholds { return *m.thresholds.Load() }

@@ -3,10 +3,7 @@ package accept
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
-
-	"github.com/gpunode/gpunode/internal/yamlfile"
 )
 
 // ErrInvalidPolicy marks a policy file that cannot be used (exit code 2).
@@ -29,65 +26,19 @@ func (e *PolicyError) Error() string {
 // Unwrap lets errors.Is(err, ErrInvalidPolicy) match.
 func (e *PolicyError) Unwrap() error { return ErrInvalidPolicy }
 
-// LoadPolicy reads a policy file on top of DefaultPolicy.
-func LoadPolicy(path string) (Policy, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return Policy{}, &PolicyError{File: path, Problem: fmt.Sprintf("cannot read: %v", errors.Unwrap(err))}
-	}
-	return ParsePolicy(path, data)
+// FieldError is a value of a policy that cannot be used, at its path in the policy
+// ("host.iommu", "thresholds.maxPowerPercent"); the loader of a policy file turns the path
+// into the file's own and finds its line.
+type FieldError struct {
+	Path string
+	// Problem says what is wrong, without the path.
+	Problem string
 }
 
-// ParsePolicy parses policy YAML; name is used in errors.
-func ParsePolicy(name string, data []byte) (Policy, error) {
-	p := DefaultPolicy()
-	root, err := yamlfile.Decode(name, data, &p)
-	if errors.Is(err, yamlfile.ErrEmpty) || (err == nil && yamlfile.IsNull(root)) {
-		return p, &PolicyError{File: name, Problem: "file is empty"}
-	}
-	if err != nil {
-		return p, yamlError(name, data, err)
-	}
-	// A second document would be silently ignored: refuse it (an empty one is harmless).
-	extra, err := yamlfile.Rest(name, data)
-	for _, doc := range extra {
-		if !yamlfile.IsNull(doc) {
-			return p, &PolicyError{File: name, Line: doc.Line, Problem: "more than one YAML document (a policy file holds one)"}
-		}
-	}
-	if err != nil {
-		return p, yamlError(name, data, err)
-	}
-	if err := p.validate(); err != nil {
-		var fe *fieldErr
-		if errors.As(err, &fe) {
-			return p, &PolicyError{File: name, Line: yamlfile.KeyLine(root, yamlfile.Dotted(fe.path)...), Problem: fe.msg}
-		}
-		return p, &PolicyError{File: name, Problem: err.Error()}
-	}
-	return p, nil
-}
-
-// yamlError words the YAML library's first problem as a PolicyError, at the line found by
-// bisecting when the library gave none.
-func yamlError(name string, data []byte, err error) error {
-	p := yamlfile.Summary(err)
-	if p.Line == 0 {
-		p.Line = yamlfile.LocateLine(data, p.Msg, &Policy{})
-	}
-	return &PolicyError{File: name, Line: p.Line, Problem: p.Msg}
-}
-
-// fieldErr is a semantic error at a YAML path such as "host.iommu".
-type fieldErr struct {
-	path string
-	msg  string
-}
-
-func (e *fieldErr) Error() string { return e.path + ": " + e.msg }
+func (e *FieldError) Error() string { return e.Path + ": " + e.Problem }
 
 func ferr(path, format string, args ...any) error {
-	return &fieldErr{path: path, msg: path + ": " + fmt.Sprintf(format, args...)}
+	return &FieldError{Path: path, Problem: fmt.Sprintf(format, args...)}
 }
 
 func oneOf(path, v string, allowed ...string) error {
@@ -99,13 +50,9 @@ func oneOf(path, v string, allowed ...string) error {
 	return ferr(path, "%q is not one of %s", v, strings.Join(allowed, ", "))
 }
 
-func (p *Policy) validate() error {
-	if p.APIVersion != PolicyAPIVersion {
-		return ferr("apiVersion", "%q is not supported (want %s)", p.APIVersion, PolicyAPIVersion)
-	}
-	if p.Kind != PolicyKind {
-		return ferr("kind", "%q is not supported (want %s)", p.Kind, PolicyKind)
-	}
+// Validate checks every value against what the checks accept and puts each layer in its
+// canonical spelling; the first problem is a *FieldError.
+func (p *Policy) Validate() error {
 	seen := map[Layer]bool{}
 	for i, l := range p.Layers {
 		layer, err := ParseLayer(string(l))
@@ -119,13 +66,13 @@ func (p *Policy) validate() error {
 		p.Layers[i] = layer
 	}
 	checks := []error{
-		nonNegative("expect.gpus", p.Expect.GPUs),
+		inRange("expect.gpus", p.Expect.GPUs, 0, 64),
 		oneOf("expect.mig", p.Expect.MIG, "disabled", "enabled", "any"),
 		oneOf("expect.fabric", p.Expect.Fabric, "auto", "required", "ignore"),
-		nonNegative("expect.nvlinksPerGPU", p.Expect.NVLinksPerGPU),
+		inRange("expect.nvlinksPerGPU", p.Expect.NVLinksPerGPU, 0, 64),
 		inRange("expect.pcieGen", p.Expect.PCIeGen, 0, 6),
 		oneOfInt("expect.pcieWidth", p.Expect.PCIeWidth, 0, 1, 2, 4, 8, 16, 32),
-		nonNegative("thresholds.maxTemperatureC", p.Thresholds.MaxTemperatureC),
+		inRange("thresholds.maxTemperatureC", p.Thresholds.MaxTemperatureC, 0, 150),
 		nonNegative("thresholds.maxRetiredPages", p.Thresholds.MaxRetiredPages),
 		nonNegative("thresholds.maxCorrectableRemappedRows", p.Thresholds.MaxCorrectableRemappedRows),
 		inRange("thresholds.maxPowerPercent", p.Thresholds.MaxPowerPercent, 1, 100),

@@ -1,0 +1,53 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpunode/gpunode/api/v1alpha1"
+	"github.com/gpunode/gpunode/internal/testenv"
+)
+
+// The health monitor judges by the thresholds of the policy that governs the node, as
+// acceptance does, and follows the policy when it changes between rounds: the simulated
+// H100s run at 33-37 °C, healthy under the default limit (slowdown - 5 °C), too hot under a
+// policy's maxTemperatureC of 30.
+func TestTheMonitorFollowsTheThresholdsOfTheGoverningPolicy(t *testing.T) {
+	_, c := testenv.Start(t)
+	pool := fmt.Sprintf("pool-%d", nodeSeq.Add(1))
+	name := newNode(t, c, map[string]string{"pool": pool})
+	cfg, _ := simConfig(t, c, name)
+	start(t, cfg)
+	gpus := func(want v1alpha1.Health, cause string) func() error {
+		return func() error {
+			gn, err := getGPUNode(c, name)
+			if err != nil {
+				return err
+			}
+			if len(gn.Status.GPUHealth) != 8 {
+				return fmt.Errorf("%d GPUs in the status, want 8", len(gn.Status.GPUHealth))
+			}
+			for _, g := range gn.Status.GPUHealth {
+				if g.Health != want || (cause != "" && !slices.Contains(g.Causes, cause)) {
+					return fmt.Errorf("GPU %d is %s (causes %v), want %s with cause %q", g.Index, g.Health, g.Causes, want, cause)
+				}
+			}
+			return nil
+		}
+	}
+	eventually(t, "every GPU is healthy under the built-in thresholds", gpus(v1alpha1.Health("healthy"), ""))
+
+	limit := int32(30)
+	p := &v1alpha1.GPUNodePolicy{ObjectMeta: metav1.ObjectMeta{Name: "cool-" + pool}, Spec: v1alpha1.GPUNodePolicySpec{
+		NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{"pool": pool}},
+		Acceptance:   v1alpha1.AcceptanceSettings{Thresholds: v1alpha1.Thresholds{MaxTemperatureC: &limit}},
+	}}
+	if err := c.Create(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "every GPU is degraded by the policy's temperature limit", gpus(v1alpha1.Health("degraded"), "temperature-high"))
+}
