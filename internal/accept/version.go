@@ -26,9 +26,6 @@ type comparison struct {
 	exact string
 }
 
-// String returns the constraint as written.
-func (c Constraint) String() string { return c.text }
-
 // constraintVersion is a constraint's version: dotted numbers, then an optional suffix
 // that starts with a separator ("-45-generic", "+build", "~ds1").
 var constraintVersion = regexp.MustCompile(`^v?([0-9]+(?:\.[0-9]+)*)([-+~_][0-9A-Za-z.+~_-]*)?$`)

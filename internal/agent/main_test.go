@@ -68,8 +68,9 @@ func simConfig(t *testing.T, c client.Client, node string) (agent.Config, *faili
 		Host: func(devs []gpu.Device) (*host.Reader, error) { return simhost.Reader(devs, nil) },
 		XIDs: func(context.Context) ([]xid.Event, error) {
 			var out []xid.Event
+			var sc xid.Scanner
 			for _, l := range sb.KernelLog() {
-				if ev, ok := xid.ParseLine(l.Text); ok {
+				if ev, ok := sc.Line(l.Text); ok {
 					out = append(out, ev)
 				}
 			}

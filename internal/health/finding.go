@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/gpunode/gpunode/internal/fault"
-	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/rules"
 )
 
@@ -65,12 +64,6 @@ const (
 // XIDCause is the cause of an XID finding: "xid-79".
 func XIDCause(code int) string { return "xid-" + strconv.Itoa(code) }
 
-// NVLinkDownCause is the cause of a down NVLink: "nvlink-down-7".
-func NVLinkDownCause(link int) string { return rules.NVLinkDownCause(link) }
-
-// ClockEventCause is the cause of a non-benign clock event: "clock-hw-thermal-slowdown".
-func ClockEventCause(e gpu.ClockEvent) string { return rules.ClockEventCause(e) }
-
 // EventCause is the cause of a device event of a kind this package does not know.
 func EventCause(kind string) string { return "event-" + kind }
 
@@ -112,12 +105,12 @@ func (f Finding) String() string {
 // Unhealthy reports whether the finding takes its GPU out of service: its level
 // (rules.LevelOf, the mapping acceptance shares) is Fail: it is critical or fatal, or it
 // requires a GPU reset or more.
-func (f Finding) Unhealthy() bool { return rules.LevelOf(f.Severity, f.Action) == rules.Fail }
+func (f Finding) Unhealthy() bool { return HealthOf(rules.LevelOf(f.Severity, f.Action)) == Unhealthy }
 
 // Degrades reports whether the finding degrades a healthy GPU without taking it out of
 // service: its level is Warn: a warning (or an unknown severity), or an action short of a
 // GPU reset.
-func (f Finding) Degrades() bool { return rules.LevelOf(f.Severity, f.Action) == rules.Warn }
+func (f Finding) Degrades() bool { return HealthOf(rules.LevelOf(f.Severity, f.Action)) == Degraded }
 
 // newFinding is a finding of one device observed once at t.
 func newFinding(uuid string, index int, c fault.Component, s fault.Severity, a fault.Action, src Source, cause, summary string, t time.Time, evidence ...string) Finding {

@@ -114,13 +114,6 @@ type Follower struct {
 	stats Stats
 }
 
-// Stats returns a snapshot of the counters; it is safe to call while Run runs.
-func (f *Follower) Stats() Stats {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.stats
-}
-
 func (f *Follower) count(update func(*Stats)) {
 	f.mu.Lock()
 	update(&f.stats)

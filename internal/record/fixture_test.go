@@ -47,8 +47,9 @@ func simulatedInput(t *testing.T, preset string, faults ...sim.Fault) Input {
 	if f.HostErr != nil {
 		t.Fatalf("simulated host facts: %v", f.HostErr)
 	}
+	var sc xid.Scanner
 	for _, l := range b.KernelLog() {
-		if ev, ok := xid.ParseLine(l.Text); ok {
+		if ev, ok := sc.Line(l.Text); ok {
 			f.XIDs = append(f.XIDs, ev)
 		}
 	}

@@ -1,7 +1,6 @@
 package rules
 
 import (
-	"slices"
 	"time"
 
 	"github.com/gpunode/gpunode/internal/fault"
@@ -67,20 +66,6 @@ var ruleSet = []Rule{
 	recoveryAction, pcieLink, nvlinkDown, fabric,
 }
 
-// Rules is the rule set, in acceptance order (a copy). A GPU that does not answer is judged
-// by Responding alone.
-func Rules() []Rule { return slices.Clone(ruleSet) }
-
-// ByCheck returns the rule of an acceptance check.
-func ByCheck(id string) (Rule, bool) {
-	for _, r := range ruleSet {
-		if r.Check == id {
-			return r, true
-		}
-	}
-	return Rule{}, false
-}
-
 // Judge runs every rule that can read its fields on one GPU, in rule order. A GPU that does
 // not answer gets Responding's outcome and nothing else.
 func Judge(in Input) []Outcome {
@@ -138,4 +123,14 @@ func overRate(n, perMinute uint64, interval time.Duration) bool {
 		return n > perMinute
 	}
 	return float64(n) > float64(perMinute)*interval.Minutes()
+}
+
+// ByCheck returns the rule of an acceptance check.
+func ByCheck(id string) (Rule, bool) {
+	for _, r := range ruleSet {
+		if r.Check == id {
+			return r, true
+		}
+	}
+	return Rule{}, false
 }

@@ -77,21 +77,6 @@ const (
 	Fail
 )
 
-// String names the level.
-func (l Level) String() string {
-	switch l {
-	case OK:
-		return "ok"
-	case Note:
-		return "note"
-	case Warn:
-		return "warn"
-	case Fail:
-		return "fail"
-	}
-	return "unknown"
-}
-
 // LevelOf is the level of a fault of severity s requiring action a: the one mapping from
 // the fault taxonomy to acceptance statuses and health. Critical or fatal, or a GPU reset or
 // more, fails (unhealthy); a warning (or an unknown severity), or an action short of a GPU

@@ -28,6 +28,7 @@ import (
 	"github.com/gpunode/gpunode/api/v1alpha1"
 	"github.com/gpunode/gpunode/internal/agent"
 	"github.com/gpunode/gpunode/internal/controller/acceptance"
+	"github.com/gpunode/gpunode/internal/controller/remediation"
 	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/gpu/sim"
 	"github.com/gpunode/gpunode/internal/host"
@@ -53,7 +54,7 @@ func startController(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: s, Client: acceptance.ClientOptions(),
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: s, Client: remediation.ClientOptions(),
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
 	if err != nil {

@@ -69,14 +69,6 @@ type Reconciler struct {
 	started   time.Time // the first pass's time (watchingSince)
 }
 
-// ClientOptions are the manager's client options the Reconciler needs: Nodes, Pods and
-// AcceptanceRecords are read from the API server, not cached (one GET per pass, one LIST of
-// a node's pods per layer-kubernetes judgement, one GET per judged record; no cluster-wide
-// Node, Pod or full-record informer).
-func ClientOptions() client.Options {
-	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Node{}, &corev1.Pod{}, &v1alpha1.AcceptanceRecord{}}}}
-}
-
 // Scheme is the scheme the controller's manager needs: the built-in kinds and gpunode's.
 func Scheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()

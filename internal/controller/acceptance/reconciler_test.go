@@ -36,8 +36,9 @@ func startController(t *testing.T, options ...func(*Reconciler)) client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
+	uncached := client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Node{}, &corev1.Pod{}, &v1alpha1.AcceptanceRecord{}}}}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: s, Client: ClientOptions(),
+		Scheme: s, Client: uncached, // as the controller's manager reads them (remediation.ClientOptions)
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
