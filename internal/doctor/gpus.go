@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/gpunode/gpunode/internal/fault"
 	"github.com/gpunode/gpunode/internal/gpu"
@@ -268,11 +269,8 @@ func kernelFindings(events []xid.Event, r refs) []kernelFinding {
 		if d.Consequence || d.Kind == xid.KindSXid {
 			continue
 		}
-		hf := health.Finding{GPUIndex: -1, Component: d.Component, Severity: d.Severity, Action: d.Action,
-			Source: health.SourceKmsg, Cause: health.XIDCause(d.XID)}
-		f := fromHealth(hf)
+		f := fromHealth(health.FromXID(d, time.Time{}))
 		f.Summary = fmt.Sprintf("XID %d %s since boot: %s", d.XID, d.Entry.Mnemonic, d.Reason)
-		f.Evidence = []string{d.Line}
 		out = append(out, kernelFinding{ref: r.lookup(d.Event), finding: f})
 	}
 	return out

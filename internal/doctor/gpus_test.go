@@ -44,7 +44,7 @@ func TestDiagnoseJudgesGPUsByTheHealthRules(t *testing.T) {
 		}, Broken, "row remap pending", "nvidia-smi -r -i GPU-1"},
 		{"a row-remap failure is broken and needs service", func(f *Facts) {
 			f.Snapshot.Devices[1].RowRemap.Failure = true
-		}, Broken, "row remapping failed", "RMA"},
+		}, Broken, "row remapping FAILED", "RMA"},
 		{"an XID 79 since boot is broken even when the GPU answers again", func(f *Facts) {
 			f.XIDs = []xid.Event{xidOn(1, 79, "GPU has fallen off the bus.")}
 		}, Broken, "XID 79", "reboot"},
@@ -59,7 +59,7 @@ func TestDiagnoseJudgesGPUsByTheHealthRules(t *testing.T) {
 		}, "", "", ""},
 		{"a downgraded PCIe link is judged as the monitor judges it", func(f *Facts) {
 			f.Snapshot.Devices[1].PCI.LinkWidth = 8
-		}, Broken, "PCIe link x8", "reset it"},
+		}, Broken, "x8, width below x16", "reset it"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

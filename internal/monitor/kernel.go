@@ -68,13 +68,8 @@ func (m *Monitor) kernelLine(l KernelLine) {
 		return
 	}
 	m.mu.Unlock()
-	f := health.Finding{GPUIndex: -1, Component: d.Component, Severity: d.Severity, Action: d.Action,
-		Source: health.SourceKmsg, Cause: health.XIDCause(ev.XID), FirstSeen: now, LastSeen: now, Count: 1,
-		Summary: fmt.Sprintf("XID %d %s: %s", ev.XID, d.Entry.Mnemonic, d.Reason), Evidence: []string{l.Text}}
-	if ev.Kind == xid.KindSXid {
-		f.Cause = fmt.Sprintf("sxid-%d", ev.XID)
-		f.Summary = fmt.Sprintf("NVSwitch %s SXid %d: %s", ev.PCI, ev.XID, d.Reason)
-	}
+	f := health.FromXID(d, now)
+	f.Evidence = []string{l.Text}
 	switch {
 	case known:
 		f.GPU, f.GPUIndex = ref.uuid, ref.index

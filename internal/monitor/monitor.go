@@ -119,6 +119,7 @@ func New(cfg Config) (*Monitor, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
+	cfg.Log = cfg.Log.With("logger", "monitor") // under the agent's: logger=agent.monitor
 	m := &Monitor{cfg: cfg, agg: health.NewAggregator(0), states: map[string]*gpuState{}, byPCI: map[string]gpuRef{}, windows: map[string][]xid.Event{}}
 	m.SetThresholds(cfg.Thresholds)
 	return m, nil

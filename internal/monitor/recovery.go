@@ -63,10 +63,10 @@ func recoveriesSeen(prev, cur *gpu.Snapshot, rebooted bool) []recoverySeen {
 
 // resetTrace is what in two readings of one GPU shows a reset between them ("" when nothing).
 func resetTrace(was, now *gpu.Device) string {
-	if lost(now) {
+	if now.Unreachable() != nil {
 		return ""
 	}
-	if lost(was) {
+	if was.Unreachable() != nil {
 		return "the GPU answers again"
 	}
 	readable := func(f gpu.Field) bool { return was.Err(f) == nil && now.Err(f) == nil }
@@ -82,20 +82,6 @@ func resetTrace(was, now *gpu.Device) string {
 		return fmt.Sprintf("the driver's recovery action went from %s back to none", was.RecoveryAction)
 	}
 	return ""
-}
-
-// lost reports whether a reading shows the GPU not answering (as the health rules judge it:
-// the device, or any of its facts, reported lost).
-func lost(d *gpu.Device) bool {
-	if d.Err(gpu.FieldDevice) != nil {
-		return true
-	}
-	for _, e := range d.Errors {
-		if e.Lost {
-			return true
-		}
-	}
-	return false
 }
 
 // checkInputs is the per-GPU check: a GPU of uuids (nil: every GPU of states) with a
