@@ -39,9 +39,9 @@ type GPUNodePolicySpec struct {
 	// AgentLostAfter is how long a node's agent may send no heartbeat
 	// (status.agent.heartbeatTime) before the node is held (owner liveness, reason
 	// agent-lost) until the agent is back and its GPUs are healthy (default 2m; keep it
-	// several heartbeats long: the agent beats every --interval, at least 30 s apart; at least 1m).
+	// several heartbeats long: the agent beats every --interval, at least 30 s apart).
 	// "0s" turns the check off.
-	// +kubebuilder:validation:XValidation:rule="duration(self) == duration('0s') || duration(self) >= duration('1m')",message="agentLostAfter is 0s (off) or at least 1m: two of the agent's heartbeats, which come at least 30 s apart"
+	// +kubebuilder:validation:XValidation:rule="duration(self) == duration('0s') || duration(self) >= duration('1s')",message="agentLostAfter is 0s (off) or at least 1s"
 	// +optional
 	AgentLostAfter *metav1.Duration `json:"agentLostAfter,omitempty"`
 }
