@@ -45,6 +45,9 @@ var eventChecks = []check{
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		ch, err := es.Watch(ctx)
+		if err != nil && s.events != nil {
+			t.Fatalf("Watch: %v (the test provokes events: the watch must start)", err)
+		}
 		if err != nil {
 			// A source that cannot watch at all says so; on a driver without events that is
 			// gpu.ErrNotSupported. Both are the contract: the monitor goes on without events.
