@@ -13,7 +13,8 @@ import (
 	"github.com/gpunode/gpunode/internal/gpu"
 )
 
-// fake is a backend of two GPUs with one flaw at a time, to show the suite finds it.
+// fake is a backend of two GPUs, with every optional interface, and one flaw at a time, to
+// show that the suite finds it.
 type fake struct {
 	flaw   string
 	mu     sync.Mutex
@@ -62,11 +63,54 @@ func (f *fake) Snapshot(ctx context.Context) (*gpu.Snapshot, error) {
 	return &gpu.Snapshot{Backend: name, Time: time.Unix(1, 0), Driver: gpu.Driver{Vendor: "fake"}, Devices: devs}, nil
 }
 
+// Telemetry implements gpu.TelemetrySource: the snapshot's GPUs, or GPU 1 alone.
+func (f *fake) Telemetry(ctx context.Context) (*gpu.Telemetry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("fake telemetry: %w", err)
+	}
+	t := &gpu.Telemetry{Time: time.Unix(1, 0), Devices: []gpu.DeviceTelemetry{{Index: 0, UUID: "GPU-0"}, {Index: 1, UUID: "GPU-1"}}}
+	if f.flaw == "telemetry-short" {
+		t.Devices = t.Devices[1:]
+	}
+	return t, nil
+}
+
+// Processes implements gpu.ProcessLister: none on either GPU.
+func (f *fake) Processes(ctx context.Context, uuid string) ([]gpu.Process, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("fake processes: %w", err)
+	}
+	if uuid != "GPU-0" && uuid != "GPU-1" && f.flaw != "any-uuid" {
+		return nil, fmt.Errorf("fake processes: no GPU %s", uuid)
+	}
+	if f.flaw == "bad-process" {
+		return []gpu.Process{{PID: 0, Kind: "compute"}}, nil
+	}
+	return nil, nil
+}
+
+// Watch implements gpu.EventSource: one XID event of GPU 1 (of GPU 7 with the flaw), then
+// nothing until ctx ends.
+func (f *fake) Watch(ctx context.Context) (<-chan gpu.Event, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("fake watch: %w", err)
+	}
+	ch := make(chan gpu.Event, 1)
+	e := gpu.Event{Time: time.Unix(2, 0), Kind: gpu.EventXID, XID: 79, Index: 1, UUID: "GPU-1", GPUInstance: -1, ComputeInstance: -1}
+	if f.flaw == "unknown-gpu-event" {
+		e.Index, e.UUID = 7, "GPU-7"
+	}
+	ch <- e
+	go func() { <-ctx.Done(); close(ch) }()
+	return ch, nil
+}
+
 // TestTheSuiteFailsEachFlaw runs the suite in a child process on a fake backend with one
 // flaw, and wants the clause about that flaw to fail; the fake without a flaw passes.
 func TestTheSuiteFailsEachFlaw(t *testing.T) {
 	if flaw, ok := os.LookupEnv("GPUTEST_FLAW"); ok {
-		Conformance(t, func(*testing.T) gpu.Backend { return &fake{flaw: flaw} })
+		Conformance(t, func(*testing.T) gpu.Backend { return &fake{flaw: flaw} },
+			WithEvents(func(*testing.T, gpu.Backend) int { return 1 }))
 		return
 	}
 	cases := []struct {
@@ -81,6 +125,10 @@ func TestTheSuiteFailsEachFlaw(t *testing.T) {
 		{"a snapshot that shares the backend's state fails the ownership clause", "shared-state", "a snapshot is its caller's: changing it changes no later snapshot"},
 		{"a second Close that fails fails the Close clause", "close-once", "Close can be called twice"},
 		{"a snapshot naming another backend fails the name clause", "wrong-name", "the backend has a name and its snapshots carry it"},
+		{"telemetry that leaves a GPU out fails the telemetry clause", "telemetry-short", "telemetry reads the snapshot's GPUs in its order, with per-value errors"},
+		{"processes of a GPU that does not exist fail the unknown-GPU clause", "any-uuid", "the processes of a GPU that does not exist are an error"},
+		{"a process without a PID fails the listing clause", "bad-process", "the processes of every GPU that answers can be listed"},
+		{"an event of a GPU the snapshot lacks fails the event clause", "unknown-gpu-event", "a watch delivers well-formed events of the snapshot's GPUs and closes its channel when the context ends"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
