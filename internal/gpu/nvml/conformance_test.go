@@ -1,6 +1,7 @@
 package nvml
 
 import (
+	"errors"
 	"testing"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -83,4 +84,25 @@ func TestTheNVMLAdapterKeepsThePortsContractOnGoNVMLMocks(t *testing.T) {
 			}, opts...)
 		})
 	}
+}
+
+// TestTheGPUsOfThisHostKeepThePortsContract runs the suite on the real NVML library: on a
+// host without the NVIDIA driver it skips and says so.
+func TestTheGPUsOfThisHostKeepThePortsContract(t *testing.T) {
+	t.Setenv(EnvLibraryPath, "")
+	probe, err := New()
+	if errors.Is(err, gpu.ErrDriverNotFound) {
+		t.Skipf("no NVIDIA driver on this host: %v", err)
+	}
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	closeBackend(t, probe)
+	gputest.Conformance(t, func(t *testing.T) gpu.Backend {
+		b, err := New()
+		if err != nil {
+			t.Fatalf("New: %v", err)
+		}
+		return b
+	})
 }
