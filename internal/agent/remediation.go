@@ -15,20 +15,9 @@ import (
 )
 
 // Steps carries out the agent's destructive remediation steps on its node:
-// recovery.Host on a real node, recovery.Sim on a simulated one.
-type Steps interface {
-	// ResetGPU resets one GPU; it returns an error wrapping recovery.ErrRefused, without touching
-	// the GPU, while a process uses it.
-	ResetGPU(ctx context.Context, uuid string) error
-	// RebootNode reboots the node. done is true when the reboot completed in this process
-	// (a simulated node); otherwise the node is going down and the answer is written after
-	// the boot, when the boot ID has changed.
-	RebootNode(ctx context.Context) (done bool, err error)
-	// PowerCycle power-cycles the node through the configured hook; like RebootNode.
-	PowerCycle(ctx context.Context) (done bool, err error)
-	// BootID identifies the node's current boot.
-	BootID(ctx context.Context) (string, error)
-}
+// recovery.Host on a real node, recovery.Sim on a simulated one (recovery.Steps documents
+// each step).
+type Steps = recovery.Steps
 
 // EvidenceWriter writes an evidence bundle for a request (before any destructive step)
 // with the findings the agent's monitor holds, and returns its summary.

@@ -22,7 +22,10 @@ var (
 	ErrGPULost = errors.New("GPU is lost")
 )
 
-// Backend reads the GPUs of one node.
+// Backend reads the GPUs of one node. It is safe for concurrent use (the monitor, the
+// exporter and an acceptance run read one backend at once), and every Snapshot is its
+// caller's own: changing one changes nothing the backend returns later. A new backend
+// proves this contract, and its optional interfaces', with internal/gpu/gputest.Conformance.
 type Backend interface {
 	// Name is the backend's kind: "nvml" or "sim".
 	Name() string

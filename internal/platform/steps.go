@@ -10,14 +10,6 @@ import (
 	"github.com/gpunode/gpunode/internal/simfleet"
 )
 
-// Steps carry out the node-side remediation steps (the agent's Steps).
-type Steps interface {
-	ResetGPU(ctx context.Context, uuid string) error
-	RebootNode(ctx context.Context) (done bool, err error)
-	PowerCycle(ctx context.Context) (done bool, err error)
-	BootID(ctx context.Context) (string, error)
-}
-
 // Commands are the host's configured step commands (the agent's flags).
 type Commands struct {
 	Reset, Reboot, PowerCycle []string
@@ -25,7 +17,7 @@ type Commands struct {
 
 // Steps are the remediation steps: the simulated node's own with simulated GPUs (the
 // commands are not run), otherwise the commands run on this host.
-func (p *Platform) Steps(c Commands) Steps {
+func (p *Platform) Steps(c Commands) recovery.Steps {
 	if p.sim != nil {
 		return recovery.Sim{Backend: p.sim}
 	}

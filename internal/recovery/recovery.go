@@ -15,6 +15,28 @@ import (
 	"github.com/gpunode/gpunode/internal/gpu"
 )
 
+// Steps carries out the node-side remediation steps: Host on a real node, Sim on a
+// simulated one (internal/platform chooses). It is the one list of the agent's steps: a new
+// node-side step is a method here, on Host and on Sim, and a case in the agent's dispatch.
+type Steps interface {
+	// ResetGPU resets one GPU; it returns an error wrapping ErrRefused, without touching
+	// the GPU, while a process uses it.
+	ResetGPU(ctx context.Context, uuid string) error
+	// RebootNode reboots the node. done is true when the reboot completed in this process
+	// (a simulated node); otherwise the node is going down and the answer is written after
+	// the boot, when the boot ID has changed.
+	RebootNode(ctx context.Context) (done bool, err error)
+	// PowerCycle power-cycles the node through the configured hook; like RebootNode.
+	PowerCycle(ctx context.Context) (done bool, err error)
+	// BootID identifies the node's current boot.
+	BootID(ctx context.Context) (string, error)
+}
+
+var (
+	_ Steps = (*Host)(nil)
+	_ Steps = Sim{}
+)
+
 // ErrRefused marks a step that was not started: a process still uses the GPU, or no
 // mechanism is configured. Nothing was touched.
 var ErrRefused = errors.New("step refused")
