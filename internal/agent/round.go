@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpunode/gpunode/api/v1alpha1"
+	"github.com/gpunode/gpunode/internal/applyfields"
 	"github.com/gpunode/gpunode/internal/nodeops"
 )
 
@@ -124,7 +125,7 @@ func (a *Agent) applyStatus(ctx context.Context, st v1alpha1.GPUNodeStatus, resy
 	if key == a.published.status && !resync {
 		return nil
 	}
-	status, err := toMap(st)
+	status, err := applyfields.Of(st)
 	if err != nil {
 		return fmt.Errorf("GPUNode %q status: %w", a.cfg.NodeName, err)
 	}
@@ -150,19 +151,6 @@ func (a *Agent) conditionNow(c metav1.Condition) metav1.Condition {
 	}
 	a.condition = &c
 	return c
-}
-
-// toMap is v's JSON form as a map (json honours omitzero, so unset fields stay out).
-func toMap(v any) (map[string]any, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]any{}
-	if err := json.Unmarshal(b, &out); err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // fingerprint is v's JSON form, for change detection.

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/gpunode/gpunode/api/v1alpha1"
+	"github.com/gpunode/gpunode/internal/applyfields"
 )
 
 // OwnedConditions are the GPUNode condition types this controller writes (field manager
@@ -64,7 +65,7 @@ func (r *Reconciler) applyStatus(ctx context.Context, base, gn *v1alpha1.GPUNode
 	if equality.Semantic.DeepEqual(owned(&base.Status), want) {
 		return nil
 	}
-	status, err := toMap(want)
+	status, err := applyfields.Of(want)
 	if err != nil {
 		return fmt.Errorf("status of GPUNode %q: %w", gn.Name, err)
 	}
@@ -141,17 +142,4 @@ func (r *Reconciler) applyRequest(ctx context.Context, gn *v1alpha1.GPUNode, gen
 	gn.Spec.AcceptanceGeneration, gn.Spec.AcceptanceReason = generation, reason
 	gn.ResourceVersion, gn.Generation = u.GetResourceVersion(), u.GetGeneration()
 	return nil
-}
-
-// toMap is v's JSON form as a map (unset fields stay out).
-func toMap(v any) (map[string]any, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]any{}
-	if err := json.Unmarshal(b, &out); err != nil {
-		return nil, err
-	}
-	return out, nil
 }

@@ -2,7 +2,6 @@ package remediation
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -10,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/gpunode/gpunode/api/v1alpha1"
+	"github.com/gpunode/gpunode/internal/applyfields"
 )
 
 // The controller writes with server-side apply as gpunode-remediation, each apply built
@@ -37,7 +37,7 @@ func (r *Reconciler) applyNode(ctx context.Context, gn, upd *v1alpha1.GPUNode) e
 	}
 	spec := map[string]any{}
 	if upd.Spec.Remediation != nil {
-		req, err := toMap(upd.Spec.Remediation)
+		req, err := applyfields.Of(upd.Spec.Remediation)
 		if err != nil {
 			return fmt.Errorf("spec.remediation of GPUNode %q: %w", gn.Name, err)
 		}
@@ -76,7 +76,7 @@ func (r *Reconciler) applyStatus(ctx context.Context, base, gn *v1alpha1.GPUNode
 		"metadata": map[string]any{"name": gn.Name},
 	}}
 	if gn.Status.Remediation != nil { // without it, the apply gives up status.remediation
-		rem, err := toMap(gn.Status.Remediation)
+		rem, err := applyfields.Of(gn.Status.Remediation)
 		if err != nil {
 			return fmt.Errorf("status.remediation of GPUNode %q: %w", gn.Name, err)
 		}
@@ -94,7 +94,7 @@ func (r *Reconciler) applyStatus(ctx context.Context, base, gn *v1alpha1.GPUNode
 func (r *Reconciler) applyBreaker(ctx context.Context, p, upd *v1alpha1.GPUNodePolicy) error {
 	status := map[string]any{}
 	if upd.Status.Breaker != nil {
-		b, err := toMap(upd.Status.Breaker)
+		b, err := applyfields.Of(upd.Status.Breaker)
 		if err != nil {
 			return fmt.Errorf("status.breaker of GPUNodePolicy %q: %w", p.Name, err)
 		}
@@ -104,7 +104,7 @@ func (r *Reconciler) applyBreaker(ctx context.Context, p, upd *v1alpha1.GPUNodeP
 		if c.Type != v1alpha1.ConditionRemediationPaused {
 			continue
 		}
-		cond, err := toMap(c)
+		cond, err := applyfields.Of(c)
 		if err != nil {
 			return fmt.Errorf("condition of GPUNodePolicy %q: %w", p.Name, err)
 		}
@@ -121,17 +121,4 @@ func (r *Reconciler) applyBreaker(ctx context.Context, p, upd *v1alpha1.GPUNodeP
 	}
 	upd.ResourceVersion = u.GetResourceVersion()
 	return nil
-}
-
-// toMap is v's JSON form as a map (unset fields stay out).
-func toMap(v any) (map[string]any, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]any{}
-	if err := json.Unmarshal(b, &out); err != nil {
-		return nil, err
-	}
-	return out, nil
 }
