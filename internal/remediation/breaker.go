@@ -31,6 +31,9 @@ const ReasonBreakerOpen = "CircuitBreakerOpen"
 // p.Count nodes have one, or more than p.Percent of the pool and at least p.MinNodes. A
 // tripped breaker is returned unchanged: only a resume closes it.
 func EvaluateBreaker(b Breaker, p BreakerPolicy, poolSize int, faultSince []time.Time, now time.Time) Breaker {
+	if inFuture(b.ResumedAt, now) {
+		b.ResumedAt = time.Time{} // refused (ParseStamp): it would close every later trip
+	}
 	if b.Tripped() || p.Disabled || poolSize == 0 {
 		return b
 	}

@@ -15,6 +15,9 @@ func faultTimes(n int, ago time.Duration) []time.Time {
 	return out
 }
 
+// far is a stamp far in the future (2099).
+var far = time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC)
+
 func TestEvaluateBreaker(t *testing.T) {
 	p := DefaultPolicy().Breaker // 20%, at least 3, within 10m
 	trippedAt := Breaker{TrippedAt: t0.Add(-time.Hour), Reason: "storm"}
@@ -38,6 +41,9 @@ func TestEvaluateBreaker(t *testing.T) {
 		{"a tripped breaker stays tripped with no fault at all", trippedAt, p, 10, nil, true},
 		{"a resumed breaker is closed", Breaker{TrippedAt: t0.Add(-time.Hour), ResumedAt: t0.Add(-30 * time.Minute)}, p, 10, nil, false},
 		{"faults from before the resume do not trip it again", Breaker{TrippedAt: t0.Add(-time.Hour), ResumedAt: t0.Add(-time.Minute)}, p, 10, faultTimes(5, 2*time.Minute), false},
+		{"a resume stamped in the future does not keep 10 of 10 faulting nodes from tripping it", Breaker{ResumedAt: far}, p, 10, faultTimes(10, time.Minute), true},
+		{"a resume stamped in the future does not close a tripped breaker", Breaker{TrippedAt: t0.Add(-time.Hour), Reason: "4 of 10 nodes: automation paused", Faulting: 4, Nodes: 10, ResumedAt: far}, p, 10, nil, true},
+		{"a resume stamped within the clock-skew allowance closes a tripped breaker", Breaker{TrippedAt: t0.Add(-time.Hour), ResumedAt: t0.Add(MaxStampSkew)}, p, 10, nil, false},
 		{"new faults after the resume trip it again", Breaker{TrippedAt: t0.Add(-time.Hour), ResumedAt: t0.Add(-5 * time.Minute)}, p, 10, faultTimes(5, 2*time.Minute), true},
 	}
 	for _, tt := range tests {

@@ -168,8 +168,14 @@ func (d *decider) maintenance() {
 	if !d.ensureHold() {
 		return
 	}
-	r := d.f.ReleaseRequested
-	if !r.IsZero() && r.After(d.s.PhaseSince) && r.After(d.s.ReleaseHandled) {
+	r, handled := d.f.ReleaseRequested, d.s.ReleaseHandled
+	if inFuture(r, d.now) {
+		r = time.Time{} // refused (ParseStamp): it would outlast every later release
+	}
+	if inFuture(handled, d.now) {
+		handled = time.Time{} // recorded before future stamps were refused: no release is newer
+	}
+	if !r.IsZero() && r.After(d.s.PhaseSince) && r.After(handled) {
 		// A person serviced the node: the old attempts say nothing about the new state.
 		d.s.ReleaseHandled, d.s.Attempts, d.s.AfterRelease = r, nil, true
 		d.s.Reason = "released from maintenance at " + r.UTC().Format(time.RFC3339)

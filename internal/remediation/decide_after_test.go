@@ -145,6 +145,27 @@ func TestDecideAfterTheStepStarted(t *testing.T) {
 					t.Errorf("reason %q", d.State.Reason)
 				}
 			}}},
+		{"a release stamped in the future is refused and not remembered as handled",
+			node(heldBy(OwnerRemediation), withState(maintenance), released(far)), nil, admitted, at(time.Hour),
+			want{phase: PhaseMaintenance, wait: WaitRelease, reason: ReasonInMaintenance, check: func(t *testing.T, d Decision) {
+				if !d.State.ReleaseHandled.IsZero() || d.State.AfterRelease {
+					t.Errorf("state %+v remembers the refused release", d.State)
+				}
+			}}},
+		{"a release stamped within the clock-skew allowance is acted on",
+			node(heldBy(OwnerRemediation), withState(maintenance), released(at(time.Hour+MaxStampSkew))), nil, admitted, at(time.Hour),
+			want{phase: PhaseAccepting, actions: []ActionKind{ActionRequestAcceptance}, wait: WaitAcceptance, reason: ReasonReleased}},
+		{"a valid release after a future one was remembered as handled releases the node",
+			node(heldBy(OwnerRemediation), withState(func() State {
+				s := maintenance.clone()
+				s.ReleaseHandled = far
+				return s
+			}()), released(at(time.Minute))), nil, admitted, at(time.Hour),
+			want{phase: PhaseAccepting, actions: []ActionKind{ActionRequestAcceptance}, wait: WaitAcceptance, reason: ReasonReleased, check: func(t *testing.T, d Decision) {
+				if !d.State.ReleaseHandled.Equal(at(time.Minute)) {
+					t.Errorf("release handled %s, want the valid release's stamp", d.State.ReleaseHandled)
+				}
+			}}},
 		{"a handled release does not release the node again",
 			node(heldBy(OwnerRemediation), withState(func() State {
 				s := maintenance.clone()

@@ -51,10 +51,13 @@ func PlanFleet(f Fleet, now time.Time) Plan {
 		}
 	}
 	for pool, b := range f.Breakers {
+		if inFuture(b.ResumedAt, now) {
+			b.ResumedAt = time.Time{} // refused (ParseStamp): it would close every later trip
+		}
 		pl.Breakers[pool] = b
 	}
 	for pool, size := range sizes {
-		pl.Breakers[pool] = EvaluateBreaker(f.Breakers[pool], pl.policy(f, pool).Breaker, size, faults[pool], now)
+		pl.Breakers[pool] = EvaluateBreaker(pl.Breakers[pool], pl.policy(f, pool).Breaker, size, faults[pool], now)
 	}
 	pl.Admissions = Admit(cands,
 		func(pool string) Budget { return pl.policies[pool].Budget },
