@@ -98,6 +98,12 @@ const (
 	ReasonResumed            = "Resumed"
 )
 
+// ReasonRequestRefused is the reason of the Warning Event on a GPUNode or GPUNodePolicy
+// whose release or resume annotation the remediation controller refused: not an RFC 3339
+// time, or stamped further in the future than the allowed clock skew. The Event names the
+// annotation, its value and why; the request counts as never made.
+const ReasonRequestRefused = "RequestRefused"
+
 // Node condition types gpunode once wrote and removes: the agent's apply no longer
 // carries them, so server-side apply drops them from the Node at its next write.
 const (

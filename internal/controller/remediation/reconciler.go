@@ -155,6 +155,7 @@ func (r *Reconciler) pass(ctx context.Context, name string) (again bool, res ctr
 	if err != nil {
 		return false, ctrl.Result{}, err
 	}
+	r.refuseStamps(gn, fl.policies[fl.fleet.Nodes[fl.self].Pool], now)
 	plan, decisions := remediation.DecideFleet(fl.fleet, now)
 	if err := r.persistBreakers(ctx, fl, plan); err != nil {
 		return false, ctrl.Result{}, err
