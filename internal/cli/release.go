@@ -24,6 +24,8 @@ type releaseOptions struct {
 	kubeconfig string
 	reason     string
 	force      bool
+	// now is the clock of the stamp (time.Now when nil).
+	now func() time.Time
 }
 
 func newReleaseCommand() *cobra.Command {
@@ -43,7 +45,13 @@ A node that is not in Maintenance is refused (exit 1, saying where it is): relea
 do nothing now, and a stale request could end a later Maintenance unseen. --force sets the
 annotation anyway.
 
-Exit codes: 0 released, 1 no such GPUNode, not in Maintenance, or the write failed, 2 bad usage.`,
+The stamp is this machine's clock. The controller acts only on a release later than the
+Maintenance, and refuses one stamped more than 5 minutes past its own clock (a Warning Event
+RequestRefused on the GPUNode): a clock behind the Maintenance is refused before the write,
+one ahead of the API server's by more than that is reported after it, both with exit 1.
+
+Exit codes: 0 released, 1 no such GPUNode, not in Maintenance, a clock the controller would
+not accept, or the write failed, 2 bad usage.`,
 		Example: `  gpunode release gpu-017 --reason "GPU 3 reseated, ticket OPS-1234"
   gpunode explain node gpu-017   # follow the acceptance run`,
 		Args: cobra.ExactArgs(1),
@@ -82,9 +90,17 @@ func runRelease(ctx context.Context, o *releaseOptions, name string, out io.Writ
 		return &exitError{code: ExitFail, err: fmt.Errorf("GPUNode %q is not in Maintenance (%s; status phase %q): there is nothing to release. "+
 			"'gpunode explain node %s' says what holds it; --force sets the release annotation anyway", name, where, orNone(string(gn.Status.Phase)), name)}
 	}
-	now := time.Now().UTC()
+	now := clockOf(o.now)
+	if state.Phase == remediation.PhaseMaintenance && !now.After(state.PhaseSince) {
+		return &exitError{code: ExitFail, err: fmt.Errorf("GPUNode %q entered Maintenance at %s, not before this machine's clock (%s): "+
+			"the controller acts only on a release later than the Maintenance, so this one would be ignored; set this machine's clock right and run the command again",
+			name, state.PhaseSince.UTC().Format(time.RFC3339Nano), now.Format(time.RFC3339Nano))}
+	}
 	stamp, err := stampAnnotation(ctx, c, gn, "GPUNode", v1alpha1.AnnotationRelease, now)
 	if err != nil {
+		return err
+	}
+	if err := refusedForSkew(gn, "GPUNode", v1alpha1.AnnotationRelease, now); err != nil {
 		return err
 	}
 	eventErr := recordCLIEvent(ctx, c, gn, "GPUNode", "Release", "ReleaseRequested", withReason("released from Maintenance by gpunode release", o.reason), now)
@@ -123,6 +139,14 @@ func acceptanceTimeout(ctx context.Context, c client.Client, gn *v1alpha1.GPUNod
 		return def
 	}
 	return rp.WithDefaults().AcceptanceTimeout
+}
+
+// clockOf is now by clock (time.Now when nil), in UTC.
+func clockOf(clock func() time.Time) time.Time {
+	if clock == nil {
+		return time.Now().UTC()
+	}
+	return clock().UTC()
 }
 
 // clip shortens s to at most n bytes.

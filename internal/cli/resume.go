@@ -11,13 +11,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpunode/gpunode/api/v1alpha1"
-	ctrlremediation "github.com/gpunode/gpunode/internal/controller/remediation"
+	"github.com/gpunode/gpunode/internal/remediation"
 )
 
 type resumeOptions struct {
 	kubeconfig string
 	reason     string
 	force      bool
+	// now is the clock of the stamp (time.Now when nil).
+	now func() time.Time
 }
 
 func newResumeCommand() *cobra.Command {
@@ -34,10 +36,15 @@ waiting nodes in turn, within the pool's budget. Faults reported before the resu
 trip it again. --reason is recorded in an Event on the policy.
 
 A pool whose breaker is not tripped, or was resumed since it tripped, is refused (exit 1):
-a resume then would do nothing.
---force sets the annotation anyway.
+a resume then would do nothing. A resume annotation the controller refuses (not RFC 3339, or
+stamped more than 5 minutes past its clock) counts as none. --force sets the annotation anyway.
 
-Exit codes: 0 resumed, 1 no such policy, breaker not tripped, or the write failed, 2 bad usage.`,
+The stamp is this machine's clock: a clock behind the trip is refused before the write, one
+ahead of the API server's by more than 5 minutes (the controller would refuse the stamp with a
+Warning Event RequestRefused) is reported after it, both with exit 1.
+
+Exit codes: 0 resumed, 1 no such policy, breaker not tripped, a clock the controller would not
+accept, or the write failed, 2 bad usage.`,
 		Example: `  gpunode resume h100-fleet --reason "rack 12 PDU replaced, ticket OPS-981"`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -66,16 +73,25 @@ func runResume(ctx context.Context, o *resumeOptions, name string, out io.Writer
 		}
 		return fmt.Errorf("reading GPUNodePolicy %q: %w", name, err)
 	}
+	now := clockOf(o.now)
 	b := p.Status.Breaker
-	if cur := ctrlremediation.Breaker(p); b != nil && cur.ResumedAt.After(cur.TrippedAt) {
+	// A resume the controller refuses (malformed, or stamped in the future) counts as none.
+	if resumed, err := remediation.ParseStamp(p.Annotations[v1alpha1.AnnotationResumeRemediation], now); err == nil && b != nil && resumed.After(b.TrippedAt.Time) {
 		b = nil // tripped, and already resumed since
 	}
 	if b == nil && !o.force {
 		return &exitError{code: ExitFail, err: fmt.Errorf("the circuit breaker of pool %q is not tripped: there is nothing to resume; --force sets the resume annotation anyway", name)}
 	}
-	now := time.Now().UTC()
+	if b != nil && !now.After(b.TrippedAt.Time) {
+		return &exitError{code: ExitFail, err: fmt.Errorf("the circuit breaker of pool %q tripped at %s, not before this machine's clock (%s): "+
+			"the controller closes it only for a resume later than the trip, so this one would be ignored; set this machine's clock right and run the command again",
+			name, b.TrippedAt.UTC().Format(time.RFC3339), now.Format(time.RFC3339Nano))}
+	}
 	stamp, err := stampAnnotation(ctx, c, p, "GPUNodePolicy", v1alpha1.AnnotationResumeRemediation, now)
 	if err != nil {
+		return err
+	}
+	if err := refusedForSkew(p, "GPUNodePolicy", v1alpha1.AnnotationResumeRemediation, now); err != nil {
 		return err
 	}
 	eventErr := recordCLIEvent(ctx, c, p, "GPUNodePolicy", "Resume", "ResumeRequested", withReason("remediation resumed by gpunode resume", o.reason), now)
