@@ -48,7 +48,7 @@ annotation anyway.
 The stamp is this machine's clock. The controller acts only on a release later than the
 Maintenance, and refuses one stamped more than 5 minutes past its own clock (a Warning Event
 RequestRefused on the GPUNode): a clock behind the Maintenance is refused before the write,
-one ahead of the API server's by more than that is reported after it, both with exit 1.
+one ahead of the API server's by more than that is withdrawn after it, both with exit 1.
 
 Exit codes: 0 released, 1 no such GPUNode, not in Maintenance, a clock the controller would
 not accept, or the write failed, 2 bad usage.`,
@@ -96,11 +96,12 @@ func runRelease(ctx context.Context, o *releaseOptions, name string, out io.Writ
 			"the controller acts only on a release later than the Maintenance, so this one would be ignored; set this machine's clock right and run the command again",
 			name, state.PhaseSince.UTC().Format(time.RFC3339Nano), now.Format(time.RFC3339Nano))}
 	}
+	previous := gn.GetAnnotations()[v1alpha1.AnnotationRelease]
 	stamp, err := stampAnnotation(ctx, c, gn, "GPUNode", v1alpha1.AnnotationRelease, now)
 	if err != nil {
 		return err
 	}
-	if err := refusedForSkew(gn, "GPUNode", v1alpha1.AnnotationRelease, now); err != nil {
+	if err := refusedForSkew(ctx, c, gn, "GPUNode", v1alpha1.AnnotationRelease, previous, now); err != nil {
 		return err
 	}
 	eventErr := recordCLIEvent(ctx, c, gn, "GPUNode", "Release", "ReleaseRequested", withReason("released from Maintenance by gpunode release", o.reason), now)

@@ -41,7 +41,7 @@ stamped more than 5 minutes past its clock) counts as none. --force sets the ann
 
 The stamp is this machine's clock: a clock behind the trip is refused before the write, one
 ahead of the API server's by more than 5 minutes (the controller would refuse the stamp with a
-Warning Event RequestRefused) is reported after it, both with exit 1.
+Warning Event RequestRefused) is withdrawn after it, both with exit 1.
 
 Exit codes: 0 resumed, 1 no such policy, breaker not tripped, a clock the controller would not
 accept, or the write failed, 2 bad usage.`,
@@ -87,11 +87,12 @@ func runResume(ctx context.Context, o *resumeOptions, name string, out io.Writer
 			"the controller closes it only for a resume later than the trip, so this one would be ignored; set this machine's clock right and run the command again",
 			name, b.TrippedAt.UTC().Format(time.RFC3339), now.Format(time.RFC3339Nano))}
 	}
+	previous := p.GetAnnotations()[v1alpha1.AnnotationResumeRemediation]
 	stamp, err := stampAnnotation(ctx, c, p, "GPUNodePolicy", v1alpha1.AnnotationResumeRemediation, now)
 	if err != nil {
 		return err
 	}
-	if err := refusedForSkew(p, "GPUNodePolicy", v1alpha1.AnnotationResumeRemediation, now); err != nil {
+	if err := refusedForSkew(ctx, c, p, "GPUNodePolicy", v1alpha1.AnnotationResumeRemediation, previous, now); err != nil {
 		return err
 	}
 	eventErr := recordCLIEvent(ctx, c, p, "GPUNodePolicy", "Resume", "ResumeRequested", withReason("remediation resumed by gpunode resume", o.reason), now)
