@@ -143,3 +143,45 @@ func TestAResumeStampedInTheFutureDoesNotStopAPersonResumingATrippedPool(t *test
 		t.Fatalf("the resume annotation is still %s", v)
 	}
 }
+
+func TestResumeRefusesAClockTheControllerWouldNotAccept(t *testing.T) {
+	cfg, c := testenv.Start(t)
+	kc := kubeconfigFor(t, cfg)
+	p := &v1alpha1.GPUNodePolicy{ObjectMeta: metav1.ObjectMeta{Name: "resume-skew"}}
+	if err := c.Create(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+	trippedAt := time.Now().Add(-time.Minute).Truncate(time.Second)
+	p.Status.Breaker = &v1alpha1.BreakerStatus{TrippedAt: metav1.NewTime(trippedAt), Faulting: 4, Nodes: 10, Reason: "4 of 10 nodes"}
+	if err := c.Status().Update(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		now  time.Time
+		says string
+	}{
+		{"a clock behind the trip is refused before the write", trippedAt.Add(-time.Minute), "not before this machine's clock"},
+		{"a clock ten minutes ahead of the API server's is reported and its stamp withdrawn", time.Now().Add(10 * time.Minute), "so it was withdrawn"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			err := runResume(t.Context(), &resumeOptions{kubeconfig: kc, now: func() time.Time { return tc.now }}, p.Name, &out)
+			var ee *exitError
+			if !errors.As(err, &ee) || ee.code != ExitFail || !strings.Contains(err.Error(), tc.says) {
+				t.Fatalf("error %v, want exit 1 saying %q", err, tc.says)
+			}
+			if strings.Contains(out.String(), "remediation resumed") {
+				t.Errorf("reported success:\n%s", out.String())
+			}
+			var got v1alpha1.GPUNodePolicy
+			if err := c.Get(t.Context(), client.ObjectKey{Name: p.Name}, &got); err != nil {
+				t.Fatal(err)
+			}
+			if v, ok := got.Annotations[v1alpha1.AnnotationResumeRemediation]; ok {
+				t.Errorf("resume annotation %q left in place", v)
+			}
+		})
+	}
+}
