@@ -15,31 +15,33 @@ import (
 // to hang (a guard against a test that never ends, not a measure of speed).
 const hangAfter = 30 * time.Second
 
+// optional is b as the optional interface I (named name), or skips the clause, saying so,
+// when the backend does not implement it.
+func optional[I any](t *testing.T, b gpu.Backend, name string) I {
+	t.Helper()
+	v, ok := b.(I)
+	if !ok {
+		closeTwice(t, b)
+		t.Skipf("the %s backend is no %s (optional)", b.Name(), name)
+	}
+	return v
+}
+
 // eventKinds are the kinds gpu.Event may have.
 var eventKinds = []gpu.EventKind{gpu.EventXID, gpu.EventECCSingleBit, gpu.EventECCDoubleBit,
 	gpu.EventRecoveryAction, gpu.EventGPUUnavailable, gpu.EventGPULost}
 
-func eventSource(t *testing.T, b gpu.Backend) gpu.EventSource {
-	t.Helper()
-	es, ok := b.(gpu.EventSource)
-	if !ok {
-		closeTwice(t, b)
-		t.Skipf("the %s backend is no gpu.EventSource (optional)", b.Name())
-	}
-	return es
-}
-
 // eventChecks are the clauses of gpu.EventSource.
 var eventChecks = []check{
 	{"a watch with a cancelled context does not start", func(t *testing.T, _ *suite, b gpu.Backend) {
-		es := eventSource(t, b)
+		es := optional[gpu.EventSource](t, b, "gpu.EventSource")
 		defer closeTwice(t, b)
 		if ch, err := es.Watch(cancelled()); err == nil {
 			t.Errorf("Watch with a cancelled context started (channel %v)", ch)
 		}
 	}},
 	{"a watch delivers well-formed events of the snapshot's GPUs and closes its channel when the context ends", func(t *testing.T, s *suite, b gpu.Backend) {
-		es := eventSource(t, b)
+		es := optional[gpu.EventSource](t, b, "gpu.EventSource")
 		defer closeTwice(t, b)
 		snap := snapshot(t, b)
 		ctx, cancel := context.WithCancel(context.Background())
@@ -115,20 +117,10 @@ func checkEvent(t *testing.T, snap *gpu.Snapshot, e gpu.Event) {
 	}
 }
 
-func telemetrySource(t *testing.T, b gpu.Backend) gpu.TelemetrySource {
-	t.Helper()
-	ts, ok := b.(gpu.TelemetrySource)
-	if !ok {
-		closeTwice(t, b)
-		t.Skipf("the %s backend is no gpu.TelemetrySource (optional)", b.Name())
-	}
-	return ts
-}
-
 // telemetryChecks are the clauses of gpu.TelemetrySource.
 var telemetryChecks = []check{
 	{"telemetry reads the snapshot's GPUs in its order, with per-value errors", func(t *testing.T, _ *suite, b gpu.Backend) {
-		ts := telemetrySource(t, b)
+		ts := optional[gpu.TelemetrySource](t, b, "gpu.TelemetrySource")
 		defer closeTwice(t, b)
 		snap := snapshot(t, b)
 		tel, err := ts.Telemetry(context.Background())
@@ -149,27 +141,17 @@ var telemetryChecks = []check{
 		}
 	}},
 	{"a cancelled context ends a telemetry read with the context's error", func(t *testing.T, _ *suite, b gpu.Backend) {
-		ts := telemetrySource(t, b)
+		ts := optional[gpu.TelemetrySource](t, b, "gpu.TelemetrySource")
 		defer closeTwice(t, b)
 		_, err := ts.Telemetry(cancelled())
 		wantCanceled(t, "Telemetry", err)
 	}},
 }
 
-func processLister(t *testing.T, b gpu.Backend) gpu.ProcessLister {
-	t.Helper()
-	pl, ok := b.(gpu.ProcessLister)
-	if !ok {
-		closeTwice(t, b)
-		t.Skipf("the %s backend is no gpu.ProcessLister (optional)", b.Name())
-	}
-	return pl
-}
-
 // processChecks are the clauses of gpu.ProcessLister.
 var processChecks = []check{
 	{"the processes of every GPU that answers can be listed", func(t *testing.T, _ *suite, b gpu.Backend) {
-		pl := processLister(t, b)
+		pl := optional[gpu.ProcessLister](t, b, "gpu.ProcessLister")
 		defer closeTwice(t, b)
 		for _, d := range snapshot(t, b).Devices {
 			if d.UUID == "" || d.Unreachable() != nil {
@@ -187,7 +169,7 @@ var processChecks = []check{
 		}
 	}},
 	{"the processes of a GPU that does not exist are an error", func(t *testing.T, _ *suite, b gpu.Backend) {
-		pl := processLister(t, b)
+		pl := optional[gpu.ProcessLister](t, b, "gpu.ProcessLister")
 		defer closeTwice(t, b)
 		const unknown = "GPU-00000000-0000-0000-0000-000000000000"
 		if procs, err := pl.Processes(context.Background(), unknown); err == nil {
@@ -195,7 +177,7 @@ var processChecks = []check{
 		}
 	}},
 	{"a cancelled context ends a process listing with the context's error", func(t *testing.T, _ *suite, b gpu.Backend) {
-		pl := processLister(t, b)
+		pl := optional[gpu.ProcessLister](t, b, "gpu.ProcessLister")
 		defer closeTwice(t, b)
 		uuid := "GPU-00000000-0000-0000-0000-000000000000"
 		if devs := snapshot(t, b).Devices; len(devs) > 0 && devs[0].UUID != "" {
