@@ -37,15 +37,17 @@ func launchFailed(call string) error {
 func TestAStickyErrorFailsItsTestAndStopsLaterCUDAWork(t *testing.T) {
 	// GPU 0's kernel faults; GPU 1, busy at the same time, gets the same
 	// process-wide error a little later, as the H200 showed.
-	gpu0Judged := make(chan struct{})
+	gpu0Judged, gpu1Busy := make(chan struct{}), make(chan struct{})
 	exec := &fakeExec{do: func(ctx context.Context, t Test, g, peer int) (Outcome, error) {
 		if t != TestFP32 {
 			return passing(ctx, t, g, peer)
 		}
 		if g == 1 {
+			close(gpu1Busy)
 			<-gpu0Judged
 			return Outcome{}, launchFailed("cuDevicePrimaryCtxRetain")
 		}
+		<-gpu1Busy // GPU 1's test is under way when GPU 0's kernel faults
 		return Outcome{}, launchFailed("cuCtxSynchronize")
 	}}
 	prog := &signalProgress{gpu: 0, done: gpu0Judged}
