@@ -216,7 +216,7 @@ type HostPolicy struct {
 	CacheDirs []string `json:"cacheDirs,omitempty"`
 	// +optional
 	TimeSync *bool `json:"timeSync,omitempty"`
-	// +kubebuilder:validation:Enum=auto;require;ignore
+	// +kubebuilder:validation:Enum=auto;required;ignore
 	// +optional
 	NVIDIARuntime string `json:"nvidiaRuntime,omitempty"`
 	// +kubebuilder:validation:Enum=warn;require;ignore

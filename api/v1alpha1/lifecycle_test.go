@@ -120,7 +120,7 @@ func TestAGPUNodePolicyWithEveryFieldSetIsStoredAsWritten(t *testing.T) {
 				},
 				Host: v1alpha1.HostPolicy{IOMMU: "passthrough", CgroupVersion: i32(2), SecureBoot: "any", SMT: "any",
 					MinShmMiB: i64(1024), MinFreePercent: i32(15), CacheDirs: []string{"/var/cache/models"}, TimeSync: &yes,
-					NVIDIARuntime: "require", KubeletReservations: "warn", GPUNUMALocal: &yes},
+					NVIDIARuntime: "required", KubeletReservations: "warn", GPUNUMALocal: &yes},
 			},
 			Remediation: v1alpha1.RemediationPolicy{
 				Steps: []v1alpha1.StepPolicy{{Step: v1alpha1.StepResetGPU, MaxAttempts: 2,

@@ -48,6 +48,8 @@ func TestAPolicyFileAndTheAPIServerAcceptTheSameValues(t *testing.T) {
 		{"an unknown IOMMU mode is not", "acceptance:\n  host:\n    iommu: on\n"},
 		{"cgroup version 3 is not", "acceptance:\n  host:\n    cgroupVersion: 3\n"},
 		{"101 percent free is not", "acceptance:\n  host:\n    minFreePercent: 101\n"},
+		{"the NVIDIA runtime can be required", "acceptance:\n  host:\n    nvidiaRuntime: required\n"},
+		{"the NVIDIA runtime cannot be \"require\"d (that is kubeletReservations' word)", "acceptance:\n  host:\n    nvidiaRuntime: require\n"},
 		{"an unknown kubelet reservations mode is not", "acceptance:\n  host:\n    kubeletReservations: strict\n"},
 		{"a layer of the API is allowed", "acceptance:\n  layers: [kubernetes]\n"},
 		{"a layer the API does not have is not", "acceptance:\n  layers: [gpu]\n"},
