@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpunode/gpunode/internal/cdispec"
@@ -60,9 +62,30 @@ func (o *pluginOptions) sharing(ctx context.Context, c client.Client, node strin
 	}
 	out, err := s.WithNodeLabels(n.Labels)
 	if err != nil {
-		return s, fmt.Errorf("device plugin: node %s: %w", node, err)
+		// Configuration from the cluster is reported, never a reason to stop: an agent that
+		// exited here would leave the node unmonitored and unheld (a crash loop).
+		log.Error("device plugin: a node label is refused; the configuration file's replicas are served", "node", node, "err", err)
+		if evErr := badNodeLabelEvent(ctx, c, &n, err.Error(), time.Now()); evErr != nil {
+			log.Warn("device plugin: the refused label's Event was not recorded", "node", node, "err", evErr)
+		}
+		return s, nil
 	}
 	return out, nil
+}
+
+// badNodeLabelEvent records a Warning Event on the Node naming the label refused.
+func badNodeLabelEvent(ctx context.Context, c client.Client, n *corev1.Node, problem string, now time.Time) error {
+	ev := &eventsv1.Event{
+		ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: fmt.Sprintf("%s.%x", n.Name, now.UnixNano())},
+		EventTime:  metav1.NewMicroTime(now), ReportingController: "gpunode.dev/agent", ReportingInstance: clip("gpunode-agent@"+n.Name, 128),
+		Action: "ReadNodeLabels", Reason: "BadNodeLabel", Type: corev1.EventTypeWarning,
+		Note:      clip(problem+"; the agent serves the configuration file's replicas until the label is fixed and the agent restarted", 1024),
+		Regarding: corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: n.Name, UID: n.UID},
+	}
+	if err := c.Create(ctx, ev); err != nil {
+		return fmt.Errorf("creating the BadNodeLabel Event of node %q: %w", n.Name, err)
+	}
+	return nil
 }
 
 // start builds the plugins (and the CDI spec keeper) and returns what runs them.
