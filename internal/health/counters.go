@@ -16,7 +16,8 @@ import (
 // driver's recovery action) are reported by every snapshot that shows them; counters
 // (uncorrected ECC errors) when they grow. A GPU that does not answer gets one finding,
 // "gpu-lost", and nothing else, as does a GPU of prev that cur no longer lists. A fact that
-// could not be read is not judged (the acceptance engine reports unreadable facts).
+// could not be read is not judged; the GPU gets one warning, "telemetry-unreadable", naming
+// the facts (rules.Unreadable).
 func FromSnapshot(prev, cur *gpu.Snapshot, t rules.Thresholds) []Finding {
 	if cur == nil {
 		return nil

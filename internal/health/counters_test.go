@@ -178,12 +178,24 @@ func TestFromSnapshot(t *testing.T) {
 		{name: "a GPU that cannot be opened is lost",
 			cur:  func(d *gpu.Device) { d.SetErr(gpu.FieldDevice, fmt.Errorf("open GPU 0: %w", gpu.ErrNotSupported)) },
 			want: "0 gpu-lost gpu/fatal/reboot-node"},
-		{name: "an unreadable fact is not judged",
+		{name: "a fact the GPU does not have is not judged and not reported",
+			cur: func(d *gpu.Device) {
+				d.RowRemap.Pending = true
+				d.SetErr(gpu.FieldRowRemap, fmt.Errorf("row remap: %w", gpu.ErrNotSupported))
+			}, want: ""},
+		{name: "a fact that could not be read is not judged, and the GPU warns that it cannot be seen",
 			cur: func(d *gpu.Device) {
 				d.RowRemap.Pending, d.ECC.VolatileUncorrected = true, 9
 				d.SetErr(gpu.FieldRowRemap, fmt.Errorf("row remap: %w", gpu.ErrNotSupported))
 				d.SetErr(gpu.FieldECCErrors, fmt.Errorf("timeout reading ECC"))
-			}, want: ""},
+			}, want: "0 telemetry-unreadable driver/warning/none"},
+		{name: "a GPU none of whose facts could be read warns once",
+			cur: func(d *gpu.Device) {
+				for _, f := range []gpu.Field{gpu.FieldECCErrors, gpu.FieldRowRemap, gpu.FieldRetiredPages, gpu.FieldTemperature,
+					gpu.FieldPower, gpu.FieldClockEvents, gpu.FieldPCI, gpu.FieldRecoveryAction, gpu.FieldNVLink, gpu.FieldFabric} {
+					d.SetErr(f, fmt.Errorf("%s: unknown error", f))
+				}
+			}, want: "0 telemetry-unreadable driver/warning/none"},
 		{name: "the reading of a GPU that was lost is no baseline",
 			prev: func(d *gpu.Device) { d.ECC.VolatileUncorrected = 2; lostErr(d, gpu.FieldPower) },
 			cur:  func(d *gpu.Device) { d.ECC.VolatileUncorrected = 2 },

@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/gpunode/gpunode/internal/fault"
@@ -73,12 +75,51 @@ func Judge(in Input) []Outcome {
 		return []Outcome{o}
 	}
 	var out []Outcome
+	unread := false
 	for _, r := range ruleSet {
-		if Readable(in.Device, r.Fields) && (r.Skip == nil || r.Skip(in.Device) == "") {
+		if !Readable(in.Device, r.Fields) {
+			unread = true
+			continue
+		}
+		if r.Skip == nil || r.Skip(in.Device) == "" {
 			out = append(out, r.Judge(in)...)
 		}
 	}
+	if unread {
+		if o, ok := Unreadable(in.Device); ok {
+			out = append(out, o)
+		}
+	}
 	return out
+}
+
+// CauseUnreadable is the cause of a GPU whose facts a rule needs could not be read (the read
+// failed; a fact the hardware does not have is not this).
+const CauseUnreadable = "telemetry-unreadable"
+
+// Unreadable reports the facts of the rule set that could not be read on a GPU, as one
+// warning: what cannot be read cannot be judged healthy, so it is a finding, never silence.
+// It is not a reason to take the GPU out of service (a read can fail while the GPU works);
+// acceptance, which must prove a GPU good, fails the checks whose facts it lacks.
+func Unreadable(d *gpu.Device) (Outcome, bool) {
+	var fields []string
+	var evidence []string
+	for _, r := range ruleSet {
+		for _, f := range r.Fields {
+			e := d.Err(f)
+			if e == nil || e.NotSupported || slices.Contains(fields, string(f)) {
+				continue
+			}
+			fields = append(fields, string(f))
+			evidence = append(evidence, string(f)+": "+e.Message)
+		}
+	}
+	if len(fields) == 0 {
+		return Outcome{}, false
+	}
+	return Outcome{Cause: CauseUnreadable, Component: fault.ComponentDriver, Severity: fault.SeverityWarning, Action: fault.ActionNone,
+		Message:  "could not read " + strings.Join(fields, ", ") + ": their faults cannot be seen",
+		Evidence: strings.Join(evidence, "; ")}, true
 }
 
 // Readable reports whether every field was read.
