@@ -54,6 +54,15 @@ func used(step Step, n int, ago time.Duration) State {
 	return s
 }
 
+// usedOn is used(step, n, ago) on the given GPUs.
+func usedOn(step Step, n int, ago time.Duration, gpus ...int) State {
+	s := used(step, n, ago)
+	for i := range s.Attempts {
+		s.Attempts[i].GPUs = gpus
+	}
+	return s
+}
+
 type want struct {
 	phase   Phase
 	hold    HoldOp
@@ -166,6 +175,20 @@ func TestDecideBeforeTheStepStarts(t *testing.T) {
 					t.Errorf("step %s, want reload-driver", d.State.Step)
 				}
 			}}},
+		{"another GPU's used-up resets do not send this GPU up the ladder",
+			node(unhealthy(3, fault.ActionResetGPU, "xid-95"), heldBy(OwnerRemediation), withState(usedOn(StepResetGPU, 2, time.Hour, 5))), nil, admitted, t0,
+			want{phase: PhaseQuarantined, actions: []ActionKind{ActionCaptureEvidence}, check: func(t *testing.T, d Decision) {
+				if d.State.Step != StepResetGPU {
+					t.Errorf("step %s, want reset-gpu: GPU 5's resets are not GPU 3's", d.State.Step)
+				}
+			}}},
+		{"this GPU's used-up resets send it up the ladder",
+			node(unhealthy(3, fault.ActionResetGPU, "xid-95"), heldBy(OwnerRemediation), withState(usedOn(StepResetGPU, 2, time.Hour, 3))), nil, admitted, t0,
+			want{phase: PhaseQuarantined, actions: []ActionKind{ActionCaptureEvidence}, check: func(t *testing.T, d Decision) {
+				if d.State.Step != StepReloadDriver {
+					t.Errorf("step %s, want reload-driver", d.State.Step)
+				}
+			}}},
 		{"attempts older than the window no longer count",
 			node(unhealthy(3, fault.ActionResetGPU, "xid-95"), heldBy(OwnerRemediation), withState(used(StepResetGPU, 2, 25*time.Hour))), nil, admitted, t0,
 			want{phase: PhaseQuarantined, actions: []ActionKind{ActionCaptureEvidence}, check: func(t *testing.T, d Decision) {
@@ -263,6 +286,20 @@ func TestDecideBeforeTheStepStarts(t *testing.T) {
 					t.Errorf("backoff until %s, want 15m after the last attempt", d.WaitUntil)
 				}
 			}}},
+		{"another GPU's recent reset does not make this GPU's reset back off",
+			node(unhealthy(3, fault.ActionResetGPU, "xid-95"), heldBy(OwnerRemediation), withState(func() State {
+				s := resetEvidenceRecorded.clone()
+				s.Attempts = usedOn(StepResetGPU, 1, 10*time.Minute, 5).Attempts
+				return s
+			}())), nil, admitted, t0,
+			want{phase: PhaseRecovering, actions: []ActionKind{ActionResetGPU}}},
+		{"this GPU's own recent reset makes its next reset back off",
+			node(unhealthy(3, fault.ActionResetGPU, "xid-95"), heldBy(OwnerRemediation), withState(func() State {
+				s := resetEvidenceRecorded.clone()
+				s.Attempts = usedOn(StepResetGPU, 1, 10*time.Minute, 3).Attempts
+				return s
+			}())), nil, admitted, t0,
+			want{phase: PhaseQuarantined, wait: WaitBackoff, reason: ReasonBackingOff}},
 		{"a fault that clears before any step releases the hold",
 			node(heldBy(OwnerRemediation), withState(resetEvidenceAsked)), nil, admitted, t0,
 			want{phase: PhaseNone, hold: HoldRelease, reason: ReasonClearedWithoutStep}},

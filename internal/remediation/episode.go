@@ -121,11 +121,11 @@ func (d *decider) evidenceFor(step Step) bool {
 	return false
 }
 
-// backoffUntil is when step may start again: its last start in the window plus the backoff,
-// doubled for each further attempt in the window.
+// backoffUntil is when step may start again on the episode's scope: its last start there in
+// the window plus the backoff, doubled for each further attempt there in the window.
 func (d *decider) backoffUntil(step Step) time.Time {
 	sp := d.p.Step(step)
-	n, last := d.s.attemptsSince(step, d.now.Add(-sp.Window))
+	n, last := d.s.attemptsSince(step, d.now.Add(-sp.Window), d.scopeGPUs(step))
 	if n == 0 {
 		return time.Time{}
 	}
@@ -147,7 +147,8 @@ func (d *decider) busy(step Step, scope []int) []int {
 	return out
 }
 
-// firstAvailable is the first enabled step from from on with attempts left in its window.
+// firstAvailable is the first enabled step from from on with attempts left in its window on
+// the episode's scope (a per-GPU step counts the attempts on the episode's GPUs).
 func (d *decider) firstAvailable(from Step) Step {
 	r := from.Rank()
 	if r < 0 || r >= len(Ladder) {
@@ -158,7 +159,7 @@ func (d *decider) firstAvailable(from Step) Step {
 		if sp.Disabled {
 			continue
 		}
-		if n, _ := d.s.attemptsSince(s, d.now.Add(-sp.Window)); n < sp.MaxAttempts {
+		if n, _ := d.s.attemptsSince(s, d.now.Add(-sp.Window), d.scopeGPUs(s)); n < sp.MaxAttempts {
 			return s
 		}
 	}

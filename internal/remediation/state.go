@@ -118,11 +118,14 @@ func (s *State) prune(now time.Time, window time.Duration) {
 	}
 }
 
-// attemptsSince counts the attempts of step started at or after t, and the latest start.
-func (s *State) attemptsSince(step Step, t time.Time) (int, time.Time) {
+// attemptsSince counts the attempts of step started at or after t on scope, and the latest
+// start. Scope is GPU indexes (nil: the whole node): an attempt counts when it touched one of
+// them, and one on the whole node (no GPUs) touched every GPU. So a GPU's resets do not spend
+// another GPU's attempts nor make it wait out their backoff.
+func (s *State) attemptsSince(step Step, t time.Time, scope []int) (int, time.Time) {
 	n, last := 0, time.Time{}
 	for _, a := range s.Attempts {
-		if a.Step == step && !a.Started.Before(t) {
+		if a.Step == step && !a.Started.Before(t) && overlaps(a.GPUs, scope) {
 			n++
 			if a.Started.After(last) {
 				last = a.Started
@@ -130,6 +133,19 @@ func (s *State) attemptsSince(step Step, t time.Time) (int, time.Time) {
 		}
 	}
 	return n, last
+}
+
+// overlaps reports whether two GPU scopes share a GPU; an empty scope is the whole node.
+func overlaps(a, b []int) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return true
+	}
+	for _, g := range a {
+		if slices.Contains(b, g) {
+			return true
+		}
+	}
+	return false
 }
 
 // current returns the attempt of the running step, if any.
