@@ -3,7 +3,6 @@ package baseline
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/gpunode/gpunode/internal/yamlfile"
@@ -56,9 +55,9 @@ type fileModel struct {
 
 // Load reads a baseline file on top of base (normally BuiltIn()).
 func Load(path string, base *Table) (*Table, error) {
-	data, err := os.ReadFile(path)
+	data, err := yamlfile.ReadFile(path)
 	if err != nil {
-		return nil, &FileError{File: path, Problem: fmt.Sprintf("cannot read: %v", errors.Unwrap(err))}
+		return nil, &FileError{File: path, Problem: err.Error()}
 	}
 	return Parse(path, data, base)
 }

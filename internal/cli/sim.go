@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/gpunode/gpunode/internal/gpu/sim"
 	"github.com/gpunode/gpunode/internal/simfleet"
+	"github.com/gpunode/gpunode/internal/yamlfile"
 )
 
 func newSimCommand() *cobra.Command {
@@ -99,7 +99,7 @@ func (o *simFleetOptions) config() (simfleet.Config, error) {
 	var err error
 	if o.scenario != "" {
 		var data []byte
-		if data, err = os.ReadFile(o.scenario); err != nil {
+		if data, err = yamlfile.ReadFile(o.scenario); err != nil {
 			return cfg, usageErrorf("--scenario %s: %w", o.scenario, err)
 		}
 		cfg.Scenario, err = sim.Parse(o.scenario, data)

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -86,9 +85,9 @@ type ConfigError = yamlfile.Error
 
 // LoadConfig reads and parses a configuration file.
 func LoadConfig(path string) (Sharing, error) {
-	data, err := os.ReadFile(path)
+	data, err := yamlfile.ReadFile(path)
 	if err != nil {
-		return Sharing{}, fmt.Errorf("device plugin config: %w", err)
+		return Sharing{}, fmt.Errorf("device plugin config %s: %w", path, err)
 	}
 	return ParseConfig(path, data)
 }

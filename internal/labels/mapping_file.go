@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -38,7 +37,7 @@ func (e *MappingError) Unwrap() error { return e.Err }
 // LoadMapping reads a mapping file (format in docs/labels.md) and returns its rules,
 // which take precedence over the built-in defaults. Errors name the file and the line.
 func LoadMapping(path string) (Mapping, error) {
-	data, err := os.ReadFile(path)
+	data, err := yamlfile.ReadFile(path)
 	if err != nil {
 		return Mapping{}, fmt.Errorf("read accelerator mapping %s: %w", path, err)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -28,9 +27,9 @@ const legacyKind = "AcceptancePolicy"
 // document are errors), with the values acceptance checks validated. Errors are
 // *accept.PolicyError naming the file and the line.
 func Load(path string) (*v1alpha1.GPUNodePolicy, error) {
-	data, err := os.ReadFile(path)
+	data, err := yamlfile.ReadFile(path)
 	if err != nil {
-		return nil, &accept.PolicyError{File: path, Problem: fmt.Sprintf("cannot read: %v", errors.Unwrap(err))}
+		return nil, &accept.PolicyError{File: path, Problem: err.Error()}
 	}
 	return Parse(path, data)
 }

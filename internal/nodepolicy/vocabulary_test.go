@@ -128,3 +128,17 @@ func TestAValueTheCRDRefusesAPolicyFileRefuses(t *testing.T) {
 		})
 	}
 }
+
+// A file past the loaders' caps is refused with the policy's own error, at its line, before
+// the quadratic decode of its keys (40,000 keys decoded took 15 s).
+func TestAPolicyWithTensOfThousandsOfKeysIsRefused(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("apiVersion: gpunode.dev/v1alpha1\nkind: GPUNodePolicy\nmetadata:\n  name: p\n  labels:\n")
+	for i := range 40_000 {
+		fmt.Fprintf(&b, "    k%d: v\n", i)
+	}
+	_, err := Parse("big.yaml", []byte(b.String()))
+	if err == nil || !strings.Contains(err.Error(), "big.yaml") || !strings.Contains(err.Error(), "line 6") || !strings.Contains(err.Error(), "40000 keys") {
+		t.Errorf("error %v: want the policy's error naming big.yaml, line 6 and the 40000 keys", err)
+	}
+}

@@ -26,9 +26,15 @@ var ErrParserFailed = errors.New("YAML parser failed")
 // are *Error: a syntax error at its line, ErrEmpty when data holds no document.
 func Parse(name string, data []byte) (doc *yaml.Node, err error) {
 	defer recoverInto(name, &err)
+	if len(data) > MaxSize {
+		return nil, tooLarge(name)
+	}
 	var n yaml.Node
 	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&n); err != nil {
 		return nil, decodeError(name, err)
+	}
+	if err := checkLimits(name, data, &n); err != nil {
+		return nil, err
 	}
 	return &n, nil
 }
@@ -40,12 +46,22 @@ func Parse(name string, data []byte) (doc *yaml.Node, err error) {
 // are not read: see Rest. Errors are *Error, at the line of the first problem.
 func Decode(name string, data []byte, out any) (doc *yaml.Node, err error) {
 	defer recoverInto(name, &err)
+	// The node tree first: it is linear to build, and checked against the limits before the
+	// strict decode (quadratic in a mapping's keys) runs. A syntax error is reported by it
+	// as by the strict decode; a type or key error only by the latter.
+	doc, err = Parse(name, data)
+	if err != nil && (errors.Is(err, ErrTooLarge) || errors.Is(err, ErrEmpty)) {
+		return nil, err
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(out); err != nil {
 		return nil, decodeError(name, err)
 	}
-	return Parse(name, data)
+	if err != nil {
+		return nil, err
+	}
+	return doc, nil
 }
 
 // Rest reads the documents after the first: the node trees of those that parse, up to the
@@ -53,6 +69,9 @@ func Decode(name string, data []byte, out any) (doc *yaml.Node, err error) {
 // none. The loader decides what a second document means.
 func Rest(name string, data []byte) (docs []*yaml.Node, err error) {
 	defer recoverInto(name, &err)
+	if len(data) > MaxSize {
+		return nil, tooLarge(name)
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	for i := 0; ; i++ {
 		var n yaml.Node
@@ -62,6 +81,9 @@ func Rest(name string, data []byte) (docs []*yaml.Node, err error) {
 		}
 		if err != nil {
 			return docs, decodeError(name, err)
+		}
+		if err := checkLimits(name, data, &n); err != nil {
+			return docs, err
 		}
 		if i > 0 {
 			docs = append(docs, &n)

@@ -62,14 +62,14 @@ var lineRE = regexp.MustCompile(`(?s)^line (\d+): (.*)$`)
 // (*yaml.TypeError) gives one Problem per field at fault; any other error gives one.
 //
 // Given an *Error, Problems splits the library error it wraps; one made by a loader (no
-// wrapped error) is its own single Problem.
+// wrapped error), or a file past the limits (ErrTooLarge), is its own single Problem.
 func Problems(err error) []Problem {
 	if err == nil {
 		return nil
 	}
 	var fe *Error
 	if errors.As(err, &fe) {
-		if fe.Err == nil {
+		if fe.Err == nil || errors.Is(fe.Err, ErrTooLarge) {
 			return []Problem{{Line: fe.Line, Msg: fe.Msg}}
 		}
 		err = fe.Err

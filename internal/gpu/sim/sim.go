@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gpunode/gpunode/internal/gpu"
+	"github.com/gpunode/gpunode/internal/yamlfile"
 )
 
 // Backend is a simulated node's GPUs. It is safe for concurrent use.
@@ -56,7 +57,7 @@ func Load(presetOrFile string, opts ...Option) (*Backend, error) {
 		}
 		return New(s, opts...)
 	}
-	data, err := os.ReadFile(presetOrFile)
+	data, err := yamlfile.ReadFile(presetOrFile)
 	if err != nil {
 		return nil, fmt.Errorf("read sim scenario %s: %w", presetOrFile, err)
 	}
