@@ -65,17 +65,22 @@ func TestParseLine(t *testing.T) {
 
 func TestParseLineIgnoresWhatIsNotAGPUXidReport(t *testing.T) {
 	for name, line := range map[string]string{
-		"a device-map line":               "NVRM: GPU at PCI:0000:9b:00: GPU-0b1a1b2c-3d4e-5f60-7182-93a4b5c6d7e8",
-		"a serial-number line":            "NVRM: GPU Board Serial Number: 1653922000123",
-		"an NVSwitch SXid (Scanner only)": "nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 12028, Non-fatal, Link 32 egress non-posted PRIV error (First)",
-		"another program quoting it":      "May 18 19:02:39 host myscript[42]: NVRM: Xid (PCI:0000:9b:00): 79, GPU has fallen off the bus.",
-		"a user-space kmsg record":        "12,1303,92000100,-;NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.",
-		"a driver banner":                 "[    5.1] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.54.15",
-		"an unrelated kernel line":        "[    5.1] usb 1-1: new high-speed USB device number 2 using xhci_hcd",
-		"an Xid without a code":           "NVRM: Xid (PCI:0000:9b:00): , nothing",
-		"an Xid with a bad address":       "NVRM: Xid (PCI:00:9b:00): 13, x",
-		"an absurdly long code":           "NVRM: Xid (PCI:0000:9b:00): 12345678901234567890, x",
-		"the first probe line alone":      "NVRM: The NVIDIA GPU 0000:18:00.0",
+		"a device-map line":                                           "NVRM: GPU at PCI:0000:9b:00: GPU-0b1a1b2c-3d4e-5f60-7182-93a4b5c6d7e8",
+		"a serial-number line":                                        "NVRM: GPU Board Serial Number: 1653922000123",
+		"an NVSwitch SXid (Scanner only)":                             "nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 12028, Non-fatal, Link 32 egress non-posted PRIV error (First)",
+		"another program quoting it":                                  "May 18 19:02:39 host myscript[42]: NVRM: Xid (PCI:0000:9b:00): 79, GPU has fallen off the bus.",
+		"a user-space kmsg record":                                    "12,1303,92000100,-;NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.",
+		"a syslog tag before the kernel word":                         "May 18 19:02:39 host myscript[42]: kernel: NVRM: Xid (PCI:0000:9b:00): 79, GPU has fallen off the bus.",
+		"a dmesg -x record of the user facility (logger > /dev/kmsg)": "user  :notice: [ 12.345678] NVRM: Xid (PCI:0000:9b:00): 79, GPU has fallen off the bus.",
+		"a dmesg -x record of the daemon facility":                    "daemon:info  : NVRM: Xid (PCI:0000:9b:00): 79, GPU has fallen off the bus.",
+		"a shell echoing the words":                                   "$ echo kernel: NVRM: Xid (PCI:0000:9b:00): 79, GPU has fallen off the bus.",
+		"a user-facility syslog priority":                             "<13>May 18 19:02:39 host kernel: NVRM: Xid (PCI:0000:9b:00): 79, GPU has fallen off the bus.",
+		"a driver banner":                                             "[    5.1] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.54.15",
+		"an unrelated kernel line":                                    "[    5.1] usb 1-1: new high-speed USB device number 2 using xhci_hcd",
+		"an Xid without a code":                                       "NVRM: Xid (PCI:0000:9b:00): , nothing",
+		"an Xid with a bad address":                                   "NVRM: Xid (PCI:00:9b:00): 13, x",
+		"an absurdly long code":                                       "NVRM: Xid (PCI:0000:9b:00): 12345678901234567890, x",
+		"the first probe line alone":                                  "NVRM: The NVIDIA GPU 0000:18:00.0",
 	} {
 		t.Run(name, func(t *testing.T) {
 			if ev, ok := ParseLine(line); ok {
@@ -147,5 +152,21 @@ func TestDedupeDropsTheFallenOffTheBusLineThatRepeatsAnXID79(t *testing.T) {
 	got := Dedupe(evs)
 	if len(got) != 2 || got[0].Derived || got[1].PCI != "0000:5d:00" {
 		t.Fatalf("Dedupe = %+v", got)
+	}
+}
+
+func TestParseLineTakesEveryKernelLogFormat(t *testing.T) {
+	for name, line := range map[string]string{
+		"a dmesg -x record of the kernel facility": "kern  :err   : [ 12.345678] NVRM: Xid (PCI:0000:9b:00): 79, GPU has fallen off the bus.",
+		"journald's ISO format":                    "2026-12-01T12:00:00.123456+00:00 gpu-node-7 kernel: NVRM: Xid (PCI:0000:9b:00): 79, GPU has fallen off the bus.",
+		"journald's monotonic format":              "[  851.885993] gpu-node-7 kernel: NVRM: Xid (PCI:0000:9b:00): 79, GPU has fallen off the bus.",
+		"a syslog line with the kernel's priority": "<4>May 18 19:02:39 host kernel: NVRM: Xid (PCI:0000:9b:00): 79, GPU has fallen off the bus.",
+		"the kernel tag alone":                     "kernel: NVRM: Xid (PCI:0000:9b:00): 79, GPU has fallen off the bus.",
+	} {
+		t.Run(name, func(t *testing.T) {
+			if ev, ok := ParseLine(line); !ok || ev.XID != 79 {
+				t.Errorf("ParseLine(%q) = %+v, %v: want XID 79", line, ev, ok)
+			}
+		})
 	}
 }

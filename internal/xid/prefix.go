@@ -21,7 +21,10 @@ type stamp struct {
 // quoting the driver: "host myscript[42]: NVRM: ...", an echo in a shell log) is rejected.
 func acceptPrefix(p string) bool {
 	p = strings.TrimSpace(p)
-	if i := strings.LastIndex(p, "kernel:"); i >= 0 {
+	if i := strings.Index(p, "kernel:"); i >= 0 {
+		if !isSyslogHeader(p[:i]) {
+			return false
+		}
 		p = strings.TrimSpace(p[i+len("kernel:"):])
 	}
 	if i := strings.IndexByte(p, ';'); i >= 0 {
@@ -37,7 +40,10 @@ func acceptPrefix(p string) bool {
 		}
 		p = strings.TrimSpace(p[j+1:])
 	}
-	p = trimDmesgLevel(p)
+	p, ok := trimDmesgLevel(p)
+	if !ok {
+		return false
+	}
 	for strings.HasPrefix(p, "[") {
 		j := strings.IndexByte(p, ']')
 		if j < 0 {
@@ -56,17 +62,53 @@ func isKmsgHeader(h string) bool {
 	return len(f) >= 4 && allDigits(f[0]) && len(f[0]) == 1 && f[0][0] < '8' && allDigits(f[1]) && allDigits(f[2])
 }
 
-// trimDmesgLevel removes a "dmesg -x" prefix such as "kern  :err   : ".
-func trimDmesgLevel(p string) string {
-	fac, rest, ok := strings.Cut(p, ":")
-	if !ok || !allLetters(strings.TrimSpace(fac)) {
-		return p
+// trimDmesgLevel removes a "dmesg -x" prefix such as "kern  :err   : ". ok is false for a
+// prefix of another facility ("user  :notice: ", "daemon:info  : "): a record user space
+// wrote into the kernel's log, which only quotes the driver.
+func trimDmesgLevel(p string) (string, bool) {
+	fac, rest, found := strings.Cut(p, ":")
+	if !found || !allLetters(strings.TrimSpace(fac)) {
+		return p, true
 	}
-	lvl, rest, ok := strings.Cut(rest, ":")
-	if !ok || !allLetters(strings.TrimSpace(lvl)) {
-		return p
+	lvl, rest, found := strings.Cut(rest, ":")
+	if !found || !allLetters(strings.TrimSpace(lvl)) {
+		return p, true
 	}
-	return strings.TrimSpace(rest)
+	return strings.TrimSpace(rest), strings.TrimSpace(fac) == "kern"
+}
+
+// isSyslogHeader reports whether h, the text before a "kernel:" tag, is a syslog or
+// journald header and nothing else: empty, or a timestamp of one to four fields
+// ("May 18 19:02:39", "2026-12-01T12:00:00.123+00:00", journald's "[  851.885993]") then the
+// host name, optionally after a syslog priority of the kernel facility ("<4>"). Another
+// program's tag before the word ("host myscript[42]: kernel: ...") or any other text (a
+// shell's echo) is not: the line only quotes the driver.
+func isSyslogHeader(h string) bool {
+	f := strings.Fields(h)
+	if len(f) > 0 && strings.HasPrefix(f[0], "<") { // "<4>", or "<4>May" with no space
+		if len(f[0]) < 3 || f[0][1] < '0' || f[0][1] > '7' || f[0][2] != '>' {
+			return false
+		}
+		if f[0] = f[0][3:]; f[0] == "" {
+			f = f[1:]
+		}
+	}
+	if len(f) == 0 {
+		return true
+	}
+	host, stamp := f[len(f)-1], f[:len(f)-1]
+	if len(stamp) < 1 || len(stamp) > 4 || strings.ContainsAny(host, ":[]()'\"`$;=") {
+		return false
+	}
+	for _, w := range stamp {
+		for i := 0; i < len(w); i++ {
+			c := w[i]
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || strings.IndexByte(":.+-[]", c) >= 0) || w[len(w)-1] == ':' {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func allDigits(s string) bool {
