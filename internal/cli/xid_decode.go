@@ -51,27 +51,34 @@ Exit codes: 0 decoded (whatever was found), 2 the file cannot be read.`,
 			if len(args) == 1 {
 				path = args[0]
 			}
-			return runXIDDecode(cmd.Context(), o, path, cmd.InOrStdin(), cmd.OutOrStdout())
+			return runXIDDecode(cmd.Context(), o, path, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON object per event")
 	return cmd
 }
 
-func runXIDDecode(ctx context.Context, o *xidDecodeOptions, path string, stdin io.Reader, out io.Writer) error {
+func runXIDDecode(ctx context.Context, o *xidDecodeOptions, path string, stdin io.Reader, out, errOut io.Writer) error {
 	in, name, closeFn, err := openInput(path, stdin)
 	if err != nil {
 		return err
 	}
 	defer closeFn()
-	events, _, err := xid.ScanAll(ctx, in, name)
+	scan, err := xid.ScanAll(ctx, in, name)
 	if err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return err
 		}
 		return usageError(fmt.Errorf("cannot read %w", err)) // ScanAll's error names the input
 	}
-	decoded := xid.Decode(events, xid.Options{})
+	// What was left out goes to standard error: standard output stays the events alone.
+	if scan.Long > 0 {
+		fmt.Fprintf(errOut, "note: %s of %s skipped: longer than %d KiB, not kernel records\n", countOf(scan.Long, "line"), name, xid.MaxLineBytes>>10)
+	}
+	if scan.Repeats > 0 {
+		fmt.Fprintf(errOut, "note: %s past the first %d not listed: repeats of a fault (code and device) already listed\n", countOf(scan.Repeats, "event"), xid.MaxEvents)
+	}
+	decoded := xid.Decode(scan.Events, xid.Options{})
 	if o.json {
 		enc := json.NewEncoder(out)
 		enc.SetEscapeHTML(false)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -86,7 +87,7 @@ func TestXIDDecodeJSONHasTheDocumentedFields(t *testing.T) {
 
 func TestXIDDecodeReadsStandardInput(t *testing.T) {
 	var out bytes.Buffer
-	err := runXIDDecode(context.Background(), &xidDecodeOptions{json: true}, "-", strings.NewReader(xidLog), &out)
+	err := runXIDDecode(context.Background(), &xidDecodeOptions{json: true}, "-", strings.NewReader(xidLog), &out, io.Discard)
 	if err != nil || strings.Count(out.String(), "\n") != 5 {
 		t.Errorf("err %v, output:\n%s", err, out.String())
 	}

@@ -1,7 +1,6 @@
 package platform
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -9,6 +8,7 @@ import (
 	"github.com/gpunode/gpunode/internal/evidence"
 	"github.com/gpunode/gpunode/internal/kmsg"
 	"github.com/gpunode/gpunode/internal/monitor"
+	"github.com/gpunode/gpunode/internal/xid"
 )
 
 // KernelFollower is the health monitor's kernel log: the simulated node's own with
@@ -71,7 +71,8 @@ func ReadKernelLog(ctx context.Context, o Options) ([]string, error) {
 	return readTextLog(path)
 }
 
-// readTextLog reads a saved log line by line.
+// readTextLog reads a saved log line by line (xid.ReadLines: a line past its cap is another
+// program's and is skipped, so one long line cannot hide the XIDs after it).
 func readTextLog(path string) ([]string, error) {
 	fh, err := os.Open(path)
 	if err != nil {
@@ -79,15 +80,8 @@ func readTextLog(path string) ([]string, error) {
 	}
 	defer func() { _ = fh.Close() }()
 	var out []string
-	sc := bufio.NewScanner(fh)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		out = append(out, sc.Text())
-	}
-	if err := sc.Err(); err != nil {
-		return out, fmt.Errorf("kernel log %s: %w", path, err)
-	}
-	return out, nil
+	_, err = xid.ReadLines(context.Background(), fh, "kernel log "+path, func(line string) { out = append(out, line) })
+	return out, err
 }
 
 // EvidenceKernel is the kernel log an evidence bundle takes, and the host root it reads the

@@ -66,7 +66,7 @@ func BenchmarkScanAll(b *testing.B) {
 	text := []byte(strings.Join(mixedLog(30000), "\n") + "\n")
 	b.SetBytes(int64(len(text)))
 	for b.Loop() {
-		if _, _, err := ScanAll(context.Background(), bytes.NewReader(text), "bench"); err != nil {
+		if _, err := ScanAll(context.Background(), bytes.NewReader(text), "bench"); err != nil {
 			b.Fatal(err)
 		}
 	}

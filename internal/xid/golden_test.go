@@ -50,7 +50,8 @@ func decodeFile(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	defer func() { _ = f.Close() }()
-	evs, _, err := ScanAll(context.Background(), f, path)
+	scan, err := ScanAll(context.Background(), f, path)
+	evs := scan.Events
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,7 @@
 package xid
 
 import (
-	"bufio"
 	"context"
-	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -152,29 +150,56 @@ func (s *Scanner) resetProbe() {
 // Devices is the PCI → UUID/serial map built from the lines so far.
 func (s *Scanner) Devices() *DeviceMap { return &s.devices }
 
-// maxLine is the longest line ScanAll accepts (a /dev/kmsg record is at most 8 KiB; saved
-// logs may carry longer lines of other programs).
-const maxLine = 1 << 20
+// MaxEvents is how many events ScanAll keeps in full. Past it, an event is kept only when
+// it is the first of its kind, code and device (GPU instance included): a flood of one
+// fault's lines (a million XID 13s) is counted, not held, and a different fault after it
+// is still seen. So memory is bounded by the cap and the distinct faults, not the log.
+const MaxEvents = 20_000
 
-// ScanAll reads kernel-log text (any of the formats ParseLine accepts) and returns its events
-// in order, with UUIDs filled in from the driver's device lines anywhere in the text, and the
-// device map. name is used in errors.
-func ScanAll(ctx context.Context, r io.Reader, name string) ([]Event, *DeviceMap, error) {
+// Scan is what ScanAll read.
+type Scan struct {
+	// Events in log order, UUIDs filled in from the driver's device lines anywhere in the
+	// text; past MaxEvents only the first of each fault (see MaxEvents).
+	Events []Event
+	// Devices is the PCI → UUID/serial map of the driver's lines.
+	Devices *DeviceMap
+	LineStats
+	// Repeats counts the events past MaxEvents not kept: repeats of a fault already kept.
+	Repeats int `json:"repeats,omitempty"`
+}
+
+// faultKey is what makes two events the same fault for the MaxEvents rule.
+type faultKey struct {
+	kind   Kind
+	xid    int
+	pci    string
+	gi, ci int
+}
+
+// ScanAll reads kernel-log text (any of the formats ParseLine accepts) line by line with
+// bounded memory (ReadLines, MaxEvents). name is used in errors; on an error the events so
+// far are returned with it.
+func ScanAll(ctx context.Context, r io.Reader, name string) (Scan, error) {
 	var s Scanner
-	var events []Event
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), maxLine)
-	for n := 0; sc.Scan(); n++ {
-		if n%4096 == 0 && ctx.Err() != nil {
-			return events, s.Devices(), fmt.Errorf("%s: %w", name, ctx.Err())
+	var out Scan
+	seen := map[faultKey]bool{}
+	st, err := ReadLines(ctx, r, name, func(line string) {
+		ev, ok := s.Line(line)
+		if !ok {
+			return
 		}
-		if ev, ok := s.Line(sc.Text()); ok {
-			events = append(events, ev)
+		k := faultKey{ev.Kind, ev.XID, ev.PCI, ev.GPUInstance, ev.ComputeInstance}
+		if len(out.Events) >= MaxEvents && seen[k] {
+			out.Repeats++
+			return
 		}
+		seen[k] = true
+		out.Events = append(out.Events, ev)
+	})
+	out.LineStats, out.Devices = st, s.Devices()
+	if err != nil {
+		return out, err
 	}
-	if err := sc.Err(); err != nil {
-		return events, s.Devices(), fmt.Errorf("%s: %w", name, err)
-	}
-	s.devices.Attribute(events)
-	return events, s.Devices(), nil
+	s.devices.Attribute(out.Events)
+	return out, nil
 }

@@ -129,10 +129,11 @@ func TestScannerReportsSXidsAsTheirOwnKind(t *testing.T) {
 func TestScanAllAttributesEventsBeforeTheDeviceLine(t *testing.T) {
 	text := "NVRM: Xid (PCI:0000:9b:00): 79, GPU has fallen off the bus.\n" +
 		"NVRM: GPU at PCI:0000:9b:00: GPU-0b1a1b2c-3d4e-5f60-7182-93a4b5c6d7e8\n"
-	evs, devs, err := ScanAll(context.Background(), strings.NewReader(text), "test")
+	scan, err := ScanAll(context.Background(), strings.NewReader(text), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
+	evs, devs := scan.Events, scan.Devices
 	if len(evs) != 1 || evs[0].UUID != "GPU-0b1a1b2c-3d4e-5f60-7182-93a4b5c6d7e8" || devs.Len() != 1 {
 		t.Errorf("got %+v, %+v", evs, devs.Devices())
 	}
@@ -141,7 +142,7 @@ func TestScanAllAttributesEventsBeforeTheDeviceLine(t *testing.T) {
 func TestScanAllStopsWhenTheContextEnds(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, _, err := ScanAll(ctx, strings.NewReader("x\n"), "test")
+	_, err := ScanAll(ctx, strings.NewReader("x\n"), "test")
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v, want context.Canceled", err)
 	}
