@@ -101,14 +101,17 @@ func isSyslogHeader(h string) bool {
 		return false
 	}
 	for _, w := range stamp {
-		for i := 0; i < len(w); i++ {
-			c := w[i]
-			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || strings.IndexByte(":.+-[]", c) >= 0) || w[len(w)-1] == ':' {
-				return false
-			}
+		if strings.HasSuffix(w, ":") || strings.TrimFunc(w, stampChar) != "" {
+			return false
 		}
 	}
 	return true
+}
+
+// stampChar is a character of a timestamp field: letters and digits, ":.+-" and journald's
+// brackets.
+func stampChar(c rune) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || strings.ContainsRune(":.+-[]", c)
 }
 
 func allDigits(s string) bool {
