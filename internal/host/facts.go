@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gpunode/gpunode/internal/host/cdi"
+	"github.com/gpunode/gpunode/internal/host/redact"
 )
 
 // Facts is everything the host tells about itself. A fact listed in Errors is not valid in
@@ -84,9 +85,10 @@ type FactError struct {
 // Error implements error.
 func (e FactError) Error() string { return e.Message }
 
-// newFactError converts a read or parse error, which names its path, into a FactError.
+// newFactError converts a read or parse error, which names its path, into a FactError,
+// with what it quotes of the file left out (redact.Quoted).
 func newFactError(err error) FactError {
-	return FactError{Missing: errors.Is(err, fs.ErrNotExist), Message: err.Error()}
+	return FactError{Missing: errors.Is(err, fs.ErrNotExist), Message: redact.Quoted(err.Error())}
 }
 
 // Err returns the error recorded for a fact, or nil when the fact is valid.

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"strings"
 	"time"
 
@@ -41,7 +40,7 @@ type Reader struct {
 // e.g. "/host" in a container that mounts it), with the real statfs, exec and adjtimex.
 func NewReader(rootDir string) *Reader {
 	return &Reader{
-		Root:        os.DirFS(rootDir),
+		Root:        rootfs.Dir(rootDir),
 		Statfs:      realStatfs(rootDir),
 		Exec:        realExec(rootDir),
 		ClockSynced: realClockSynced,

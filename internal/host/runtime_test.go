@@ -51,7 +51,7 @@ func TestContainerdVersionFailureIsRecorded(t *testing.T) {
 		}, "/usr/bin/containerd --version: exec format error"},
 		{"output that names no version is recorded", func(context.Context, string, ...string) ([]byte, error) {
 			return []byte("Segmentation fault\n"), nil
-		}, `parse containerd version from "Segmentation fault"`},
+		}, `parse containerd version from "(18 bytes not shown)"`},
 		{"a reader without exec says so", nil, "no exec function"},
 	}
 	for _, tc := range cases {
@@ -163,7 +163,7 @@ func TestKubeletConfigProblemsAreRecorded(t *testing.T) {
 		want string
 	}{
 		{"a missing explicit file is recorded with its path", "/etc/kubelet.yaml", "", "read /etc/kubelet.yaml: file does not exist"},
-		{"a file of another kind is rejected", "/etc/kubelet.yaml", "kind: Pod\n", `/etc/kubelet.yaml: parse kubelet config: kind "Pod"`},
+		{"a file of another kind is rejected", "/etc/kubelet.yaml", "kind: Pod\n", `/etc/kubelet.yaml: parse kubelet config: kind "(3 bytes not shown)"`},
 		{"a file that is not YAML is recorded", "/etc/kubelet.yaml", "kind: [\n", "/etc/kubelet.yaml: parse kubelet config"},
 	}
 	for _, tc := range cases {

@@ -10,13 +10,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"sync"
 	"time"
 
 	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/gpu/nvml"
 	"github.com/gpunode/gpunode/internal/gpu/sim"
+	"github.com/gpunode/gpunode/internal/host/rootfs"
 )
 
 // DefaultKernelLog is the kernel-log option that means "the platform's own": the simulated
@@ -108,7 +108,7 @@ func (p *Platform) HostRoot() string {
 }
 
 // Root is the host's files.
-func (p *Platform) Root() fs.FS { return os.DirFS(p.HostRoot()) }
+func (p *Platform) Root() fs.FS { return rootfs.Dir(p.HostRoot()) }
 
 // BootID reads the node's boot ID for a health monitor that must see a reboot without a
 // restart: the simulated node's (a simulated reboot keeps the process); nil on a real node,

@@ -11,6 +11,7 @@ import (
 
 	specs "tags.cncf.io/container-device-interface/specs-go"
 
+	"github.com/gpunode/gpunode/internal/host/redact"
 	"github.com/gpunode/gpunode/internal/host/rootfs"
 )
 
@@ -143,7 +144,7 @@ func checkFile(fsys fs.FS, p string, prio int, known map[string]bool, devExists 
 	}
 	raw, err := Parse(data)
 	if err != nil {
-		sf.Error = err.Error()
+		sf.Error = redact.Quoted(err.Error()) // the record is readable in the cluster
 	}
 	if raw == nil {
 		return sf
