@@ -15,7 +15,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	clientconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/gpunode/gpunode/internal/controller/acceptance"
@@ -109,9 +111,17 @@ func runController(ctx context.Context, o *controllerOptions) error {
 	logger := logr.FromSlogHandler(namedLogger("controller").Handler())
 	ctrl.SetLogger(logger)
 	klog.SetLogger(logger.WithName("client-go"))
+	return runManagers(ctx, o.leaderElect, namedLogger("controller"), func(first bool) (manager.Manager, error) {
+		return newControllerManager(cfg, o, !first)
+	})
+}
+
+// newControllerManager builds the manager and its controllers. again is true for a manager
+// built after the previous one lost its Lease: controller names were registered by it.
+func newControllerManager(cfg *rest.Config, o *controllerOptions, again bool) (manager.Manager, error) {
 	scheme, err := acceptance.Scheme()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme,
@@ -126,28 +136,26 @@ func runController(ctx context.Context, o *controllerOptions) error {
 		LeaderElectionNamespace:       o.leaderElectionNS,
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       ptr.To(30 * time.Second),
+		Controller:                    config.Controller{SkipNameValidation: ptr.To(again)},
 	})
 	if err != nil {
-		return fmt.Errorf("creating the controller manager for %s: %w", cfg.Host, err)
+		return nil, fmt.Errorf("creating the controller manager for %s: %w", cfg.Host, err)
 	}
 	r := &acceptance.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(acceptance.Name), Clock: clock.RealClock{}}
 	if err := r.SetupWithManager(mgr); err != nil {
-		return err
+		return nil, err
 	}
 	if o.remediation {
 		rr := &remediation.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(remediation.Name), Clock: clock.RealClock{}}
 		if err := rr.SetupWithManager(mgr); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return fmt.Errorf("adding the health check: %w", err)
+		return nil, fmt.Errorf("adding the health check: %w", err)
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return fmt.Errorf("adding the readiness check: %w", err)
+		return nil, fmt.Errorf("adding the readiness check: %w", err)
 	}
-	if err := mgr.Start(ctx); err != nil {
-		return fmt.Errorf("running the controller against %s: %w", cfg.Host, err)
-	}
-	return nil
+	return mgr, nil
 }
