@@ -80,4 +80,3 @@ func (f FileCleared) Save(c ClearedXIDs) error {
 	}
 	return nil
 }
-

@@ -178,7 +178,7 @@ func TestARebootIsAnsweredWithTheNewBootIDAndAStartedStepIsNeverRepeated(t *test
 	}
 	eventually(t, "the journal forgets the step once its answer is published", func() error {
 		if e, ok, err := j.Load(); err != nil || ok {
-			return fmt.Errorf("journal holds %+v (err %v)", e, err)
+			return fmt.Errorf("journal holds %+v (err %w)", e, err)
 		}
 		return nil
 	})
