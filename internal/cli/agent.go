@@ -163,7 +163,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		},
 		HostOptions: host.Options{CacheDirs: o.facts.cacheDirs},
 		XIDs:        func(ctx context.Context) ([]xid.Event, error) { return o.facts.readXIDs(ctx, plat) },
-		Kernel:      plat.KernelFollower(&kmsg.Follower{Start: kmsg.StartBeginning}),
+		Kernel:      plat.KernelFollower(o.kernelFollower(log)),
 		BootID:      plat.BootID(),
 		OnFinding:   xids.Observe,
 		Log:         log,
@@ -211,6 +211,16 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	err = a.Run(ctx)
 	stopPlugin()
 	return errors.Join(err, <-pluginDone)
+}
+
+// kernelFollower follows /dev/kmsg from boot at every start (the XIDs recoveries cleared,
+// kept in --state-dir/cleared-xids.json, are not judged again) and keeps the cursor in
+// --state-dir/kmsg.cursor: records overwritten since the previous process stopped are
+// reported as lost. An unusable cursor file or a failed save is logged, never fatal.
+func (o *agentOptions) kernelFollower(log *slog.Logger) *kmsg.Follower {
+	path := filepath.Join(o.remediation.stateDir, "kmsg.cursor")
+	return &kmsg.Follower{Start: kmsg.StartBoot, StatePath: path, MinSaveInterval: time.Second,
+		OnCursorError: func(err error) { log.Warn("kernel-log cursor", "file", path, "err", err) }}
 }
 
 // podSource is the kubelet's pod-resources cache of --pod-resources-socket (nil when
