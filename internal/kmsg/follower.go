@@ -252,3 +252,10 @@ func (f *Follower) prepare() (*run, error) {
 	f.count(func(s *Stats) { s.Start = start })
 	return r, nil
 }
+
+// Stats returns a snapshot of the counters; it is safe to call while Run runs.
+func (f *Follower) Stats() Stats {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stats
+}

@@ -25,8 +25,8 @@ type run struct {
 	// stopped is where the previous run stopped (StartBoot with a cursor of this boot).
 	stopped      uint64
 	stoppedKnown bool
-	read    bool   // a record has been read in this run
-	maxSeen uint64 // highest sequence number read in this run
+	read         bool   // a record has been read in this run
+	maxSeen      uint64 // highest sequence number read in this run
 
 	dirty    bool // cur differs from the saved cursor
 	batch    int  // records handled since the last save
