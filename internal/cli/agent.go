@@ -220,7 +220,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 func (o *agentOptions) kernelFollower(log *slog.Logger) *kmsg.Follower {
 	path := filepath.Join(o.remediation.stateDir, "kmsg.cursor")
 	return &kmsg.Follower{Start: kmsg.StartBoot, StatePath: path, MinSaveInterval: time.Second,
-		OnCursorError: func(err error) { log.Warn("kernel-log cursor", "file", path, "err", err) }}
+		OnCursorError: func(err error) { log.Warn("kernel-log cursor not usable or not saved", "file", path, "err", err) }}
 }
 
 // podSource is the kubelet's pod-resources cache of --pod-resources-socket (nil when
