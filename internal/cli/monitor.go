@@ -146,8 +146,7 @@ func runMonitor(ctx context.Context, o *monitorOptions, out io.Writer) error {
 		return usageErrorf("--cursor-file: %w (start afresh with --from boot)", cause)
 	}
 	var cursor *kmsg.Stats
-	if o.cursorFile != "" {
-		st := follower.Stats()
+	if st := follower.Stats(); o.cursorFile != "" && st.Start != "" { // "": not followed (--sim's own log)
 		cursor = &st
 	}
 	mu.Lock()
