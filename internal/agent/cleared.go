@@ -204,9 +204,41 @@ func (a *Agent) loadCleared(ctx context.Context) {
 	case c.BootID != boot:
 		a.cfg.Log.Info("the saved cleared XIDs are of an earlier boot; starting afresh", "node", a.cfg.NodeName, "saved", c.BootID, "boot", boot)
 	default:
-		a.cleared.load(c)
-		a.cfg.Log.Info("took the XIDs recoveries cleared in this boot", "node", a.cfg.NodeName, "lines", len(c.Lines))
+		kept := a.stillLogged(ctx, c)
+		a.cleared.load(kept)
+		a.cfg.Log.Info("took the XIDs recoveries cleared in this boot", "node", a.cfg.NodeName, "lines", len(kept.Lines),
+			"dropped", len(c.Lines)-len(kept.Lines))
+		if len(kept.Lines) != len(c.Lines) {
+			if err := a.cfg.Cleared.Save(kept); err != nil {
+				a.cfg.Log.Warn("keeping the cleared XIDs on the host failed; a restarted agent judges them again", "node", a.cfg.NodeName, "err", err)
+			}
+		}
 	}
+}
+
+// stillLogged keeps the cleared lines the kernel log still holds at least as often as they
+// were cleared. The log only ever loses lines (the ring buffer drops its oldest), so fewer
+// means it lost some, or is not the log the set was made from (a simulated node restarted
+// with a fresh log): which occurrences are left cannot be told, and they are judged again.
+func (a *Agent) stillLogged(ctx context.Context, c ClearedXIDs) ClearedXIDs {
+	if a.cfg.XIDs == nil {
+		return c
+	}
+	evs, err := a.cfg.XIDs(ctx)
+	if err != nil {
+		return c // nothing can be judged from a log that cannot be read
+	}
+	counts := map[string]int{}
+	for _, e := range evs {
+		counts[e.Line]++
+	}
+	out := ClearedXIDs{BootID: c.BootID, Lines: make([]ClearedLine, 0, len(c.Lines))}
+	for _, l := range c.Lines {
+		if counts[l.Line] >= l.N {
+			out.Lines = append(out.Lines, l)
+		}
+	}
+	return out
 }
 
 // clearedKernelLine is the health monitor's question (monitor.Config.Cleared).

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -317,4 +318,45 @@ func TestAnAgentRestartedBeforeAnyStepStillHoldsAnXID79AndResetsAndRebootsForIt(
 	if n.resets.Load() != 1 || n.boots.Load() != 1 {
 		t.Errorf("resets %d, reboots %d: want one of each", n.resets.Load(), n.boots.Load())
 	}
+}
+
+func TestAClearedXIDTheKernelLogNoLongerHoldsIsDroppedSoANewOneIsJudged(t *testing.T) {
+	_, c := testenv.Start(t)
+	name := newNode(t, c, nil)
+	cfg, fb := simConfig(t, c, name)
+	dir := t.TempDir()
+	n := &node{b: fb.Backend, journal: agent.FileJournal{Path: filepath.Join(dir, "remediation-step.json")},
+		cleared: agent.FileCleared{Path: filepath.Join(dir, "cleared-xids.json")}}
+	_, stop := startProcess(t, cfg, n, crashPoint{})
+	healthIs(t, c, name, 3, v1alpha1.HealthHealthy)
+	if err := n.b.Inject(sim.Fault{Type: sim.FaultXID, GPU: 3, XID: 95}); err != nil {
+		t.Fatal(err)
+	}
+	uuid := healthIs(t, c, name, 3, v1alpha1.HealthUnhealthy)
+	askForStep(t, c, name, v1alpha1.RemediationRequest{ID: 1, Step: v1alpha1.StepResetGPU, GPUs: []string{uuid}})
+	if ans := answerTo(t, c, name, 1); ans.Outcome != v1alpha1.OutcomeSucceeded {
+		t.Fatalf("reset answer = %+v", ans)
+	}
+	stop()
+
+	// The same boot ID over a log that lost the cleared line (a simulated node started again
+	// with a fresh log; on a real node, a ring buffer that wrapped): the same fault logged now
+	// is new, and must be judged.
+	cfg2, fb2 := simConfig(t, c, name)
+	if fb2.BootID() != fb.BootID() {
+		t.Fatalf("boot IDs %s and %s: the test needs the same boot", fb2.BootID(), fb.BootID())
+	}
+	n2 := &node{b: fb2.Backend, journal: n.journal, cleared: n.cleared}
+	startProcess(t, cfg2, n2, crashPoint{})
+	eventually(t, "the restarted agent dropped the cleared line its log no longer holds", func() error {
+		set, _, err := n.cleared.Load()
+		if err != nil || len(set.Lines) != 0 {
+			return fmt.Errorf("cleared set %+v (%v)", set, err)
+		}
+		return nil
+	})
+	if err := fb2.Inject(sim.Fault{Type: sim.FaultXID, GPU: 3, XID: 95}); err != nil {
+		t.Fatal(err)
+	}
+	healthIs(t, c, name, 3, v1alpha1.HealthUnhealthy)
 }
