@@ -351,7 +351,7 @@ func TestAClearedXIDTheKernelLogNoLongerHoldsIsDroppedSoANewOneIsJudged(t *testi
 	eventually(t, "the restarted agent dropped the cleared line its log no longer holds", func() error {
 		set, _, err := n.cleared.Load()
 		if err != nil || len(set.Lines) != 0 {
-			return fmt.Errorf("cleared set %+v (%v)", set, err)
+			return fmt.Errorf("cleared set %+v (%w)", set, err)
 		}
 		return nil
 	})
