@@ -108,6 +108,9 @@ type Config struct {
 	// Journal keeps the step in flight across restarts (a reboot); nil: not kept, and a
 	// reboot's answer cannot be written after the boot.
 	Journal Journal
+	// Cleared keeps the XIDs recovery steps cleared across restarts (a FileCleared under
+	// the state folder); nil: kept in memory only, and a restarted agent judges them again.
+	Cleared ClearedStore
 	// Records keeps the record of each acceptance run on the node (a *record.Store in
 	// <state-dir>/records), whose newest result the agent's /metrics serves; nil: not kept.
 	Records RecordStore
@@ -124,7 +127,8 @@ type Agent struct {
 	pending   *v1alpha1.AcceptanceRecord  // a run whose record is not created yet
 	condition *metav1.Condition           // the GPUHealthy condition as published
 	answer    *v1alpha1.RemediationAnswer // what status.remediationAnswer is (or will be)
-	cleared   clearedXIDs                 // XIDs since boot a recovery covered (cleared.go)
+	cleared   clearedSet                  // XIDs since boot a recovery covered (cleared.go)
+	journaled int64                       // the request whose answer the journal keeps
 	published published
 	parents   parents  // MIG device -> GPU, for the pod source
 	live      liveness // what the heartbeat knows of the loop (heartbeat.go)
@@ -194,7 +198,7 @@ func New(cfg Config) (*Agent, error) {
 			if cfg.OnHealthChange != nil {
 				cfg.OnHealthChange()
 			}
-		}, OnRecovered: func([]string, health.RecoveryKind) { changed() }})
+		}, OnRecovered: func([]string, health.RecoveryKind) { changed() }, Cleared: a.clearedKernelLine})
 	if err != nil {
 		return nil, err
 	}
@@ -219,6 +223,7 @@ func (a *Agent) poke() {
 // Run runs the health monitor, the publishing loop and the heartbeat (heartbeat.go) until
 // ctx ends. It returns nil then: API errors are retried, never returned.
 func (a *Agent) Run(ctx context.Context) error {
+	a.loadCleared(ctx) // before the monitor reads the kernel log from boot
 	monDone := make(chan error, 1)
 	go func() { monDone <- a.mon.Run(ctx) }()
 	beatDone := make(chan struct{})

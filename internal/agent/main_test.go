@@ -26,7 +26,16 @@ import (
 	"github.com/gpunode/gpunode/internal/xid"
 )
 
-func TestMain(m *testing.M) { os.Exit(testenv.Run(m)) }
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(agentChildEnv); spec != "" { // an agent process of killed_test.go
+		if err := runAgentChild(spec); err != nil {
+			fmt.Fprintln(os.Stderr, "agent process:", err)
+			os.Exit(3)
+		}
+		os.Exit(0)
+	}
+	os.Exit(testenv.Run(m))
+}
 
 // nodeSeq makes node names unique within the package's one API server.
 var nodeSeq atomic.Int64

@@ -10,13 +10,19 @@ import (
 )
 
 // recovered tells the health monitor that a recovery was carried out on uuids (nil: every
-// GPU): a GPU whose required action it covers then awaits its check; and the XIDs the
-// recovery covered are no longer counted by acceptance (cleared.go).
-func (a *Agent) recovered(ctx context.Context, uuids []string, kind health.RecoveryKind) {
-	a.noteRecovery(ctx, uuids, kind)
+// GPU): a GPU whose required action it covers then awaits its check; and lines, the XIDs the
+// recovery covered, go into the cleared set (cleared.go), which the monitor and acceptance
+// no longer judge. It returns a note for the answer when the set could not be kept.
+func (a *Agent) recovered(ctx context.Context, uuids []string, kind health.RecoveryKind, lines []ClearedLine) string {
+	note := ""
+	if err := a.clear(ctx, lines, kind); err != nil {
+		a.cfg.Log.Warn("keeping the cleared XIDs on the host failed; a restarted agent judges them again", "node", a.cfg.NodeName, "err", err)
+		note = fmt.Sprintf("; %v", err)
+	}
 	if err := a.mon.Recovered(uuids, kind); err != nil {
 		a.cfg.Log.Warn("recording a recovery failed", "node", a.cfg.NodeName, "err", err)
 	}
+	return note
 }
 
 // checkGPUs is the per-GPU check after a recovery (the health monitor's Check, the same one

@@ -21,7 +21,11 @@ func released(gn *v1alpha1.GPUNode) bool {
 // serviced records, before the acceptance run of a release, that a person serviced every
 // GPU: a GPU whose action is at most "service" then awaits its check (health.Next).
 func (a *Agent) serviced(ctx context.Context) {
-	a.recovered(ctx, nil, health.RecoveryServiced)
+	lines, err := a.coveredBy(ctx, nil, health.RecoveryServiced)
+	if err != nil {
+		a.cfg.Log.Warn("reading the XIDs a recovery covered failed; they will be judged", "node", a.cfg.NodeName, "err", err)
+	}
+	a.recovered(ctx, nil, health.RecoveryServiced, lines)
 	a.cfg.Log.Info("released from Maintenance: every GPU counts as serviced until acceptance decides",
 		"node", a.cfg.NodeName)
 }

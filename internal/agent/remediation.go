@@ -33,13 +33,20 @@ type Journal interface {
 	Clear() error
 }
 
-// JournalEntry is a step in flight.
+// JournalEntry is a step in flight, from before it starts until its answer is published.
 type JournalEntry struct {
 	ID      int64                    `json:"id"`
 	Step    v1alpha1.RemediationStep `json:"step"`
 	GPUs    []string                 `json:"gpus,omitempty"`
 	BootID  string                   `json:"bootID"`
 	Started time.Time                `json:"started"`
+	// Done is set once the step itself succeeded, with the XIDs it covered (Cleared): a
+	// restarted agent then records the recovery and checks the GPUs, and does not run the
+	// step again.
+	Done    bool          `json:"done,omitempty"`
+	Cleared []ClearedLine `json:"cleared,omitempty"`
+	// Answer is set once the step is answered: a restarted agent publishes it as it is.
+	Answer *v1alpha1.RemediationAnswer `json:"answer,omitempty"`
 }
 
 // remediate answers the controller's remediation request when it has not been answered:
@@ -70,21 +77,21 @@ func (a *Agent) answered(gn *v1alpha1.GPUNode) int64 {
 	return n
 }
 
-// carryOut runs one step and returns its answer; nil while the node is rebooting.
+// carryOut runs one step and returns its answer; nil while the node is rebooting. With a
+// journal, the step is recorded before it starts, marked done (with the XIDs it covered)
+// as soon as it succeeded, and answered in the journal before the answer is published: an
+// agent restarted at any point neither runs the step again nor loses what it did.
 func (a *Agent) carryOut(ctx context.Context, req v1alpha1.RemediationRequest) *v1alpha1.RemediationAnswer {
 	now := a.cfg.Clock()
 	ans := &v1alpha1.RemediationAnswer{ID: req.ID, Step: req.Step, Started: metav1.NewTime(now.UTC().Truncate(time.Second))}
+	entry := &JournalEntry{ID: req.ID, Step: req.Step, GPUs: req.GPUs, Started: now}
 	finish := func(o v1alpha1.StepOutcome, msg string) *v1alpha1.RemediationAnswer {
 		ans.Outcome, ans.Message = o, truncate(msg, 1024)
 		ans.Finished = metav1.NewTime(a.cfg.Clock().UTC().Truncate(time.Second))
 		if a.cfg.Steps != nil {
 			ans.BootID, _ = a.cfg.Steps.BootID(ctx)
 		}
-		if a.cfg.Journal != nil {
-			if err := a.cfg.Journal.Clear(); err != nil {
-				a.cfg.Log.Warn("clearing the remediation journal failed", "node", a.cfg.NodeName, "err", err)
-			}
-		}
+		a.journalAnswer(entry, ans)
 		return ans
 	}
 	if a.cfg.Steps == nil {
@@ -94,16 +101,21 @@ func (a *Agent) carryOut(ctx context.Context, req v1alpha1.RemediationRequest) *
 	if err != nil {
 		return finish(v1alpha1.OutcomeFailed, fmt.Sprintf("reading the boot ID: %v", err))
 	}
+	entry.BootID = boot
 	if a.cfg.Journal != nil {
 		j, ok, err := a.cfg.Journal.Load()
 		switch {
 		case err != nil:
 			return finish(v1alpha1.OutcomeFailed, fmt.Sprintf("reading the remediation journal: %v", err))
+		case ok && j.ID == req.ID && j.Answer != nil:
+			a.journaled = j.ID
+			return j.Answer.DeepCopy() // answered before a restart; not published yet
 		case ok && j.ID == req.ID:
+			*entry = j
 			ans.Started = metav1.NewTime(j.Started.UTC().Truncate(time.Second))
 			return a.resume(ctx, j, boot, finish)
 		}
-		if err := a.cfg.Journal.Save(JournalEntry{ID: req.ID, Step: req.Step, GPUs: req.GPUs, BootID: boot, Started: now}); err != nil {
+		if err := a.cfg.Journal.Save(*entry); err != nil {
 			return finish(v1alpha1.OutcomeFailed, fmt.Sprintf("recording the step before starting it: %v", err))
 		}
 	}
@@ -120,7 +132,7 @@ func (a *Agent) carryOut(ctx context.Context, req v1alpha1.RemediationRequest) *
 		ans.Evidence = sum
 		return finish(v1alpha1.OutcomeSucceeded, fmt.Sprintf("evidence bundle %s (%d bytes)", sum.Path, sum.SizeBytes))
 	case v1alpha1.StepResetGPU:
-		return a.resetGPUs(ctx, pre, req.GPUs, finish)
+		return a.resetGPUs(ctx, entry, pre, finish)
 	case v1alpha1.StepRebootNode, v1alpha1.StepPowerCycle:
 		run := a.cfg.Steps.RebootNode
 		if req.Step == v1alpha1.StepPowerCycle {
@@ -134,29 +146,35 @@ func (a *Agent) carryOut(ctx context.Context, req v1alpha1.RemediationRequest) *
 			a.cfg.Log.Info("node going down for remediation; answering after the boot", "node", a.cfg.NodeName, "step", req.Step)
 			return nil
 		}
-		a.recovered(ctx, nil, health.RecoveryNodeReboot)
-		return finish(v1alpha1.OutcomeSucceeded, fmt.Sprintf("%s done; GPU checks: %s", req.Step, a.checkGPUs(ctx, pre, nil)))
+		note := a.recovered(ctx, nil, health.RecoveryNodeReboot, nil)
+		return finish(v1alpha1.OutcomeSucceeded, fmt.Sprintf("%s done; GPU checks: %s%s", req.Step, a.checkGPUs(ctx, pre, nil), note))
 	}
 	return finish(v1alpha1.OutcomeRefused, fmt.Sprintf("step %q is not the agent's", req.Step))
 }
 
 // resume answers a step a previous agent process started: a reboot or power cycle
-// succeeded when the boot ID changed; anything else is never started again, and fails.
+// succeeded when the boot ID changed; a step marked done is recorded and checked; anything
+// else is never started again, and fails.
 func (a *Agent) resume(ctx context.Context, j JournalEntry, boot string,
 	finish func(v1alpha1.StepOutcome, string) *v1alpha1.RemediationAnswer) *v1alpha1.RemediationAnswer {
+	a.cfg.Log.Info("answering a step a previous agent process started", "node", a.cfg.NodeName, "id", j.ID, "step", j.Step, "done", j.Done)
 	switch {
 	case (j.Step == v1alpha1.StepRebootNode || j.Step == v1alpha1.StepPowerCycle) && boot != j.BootID:
-		a.recovered(ctx, nil, health.RecoveryNodeReboot)
-		return finish(v1alpha1.OutcomeSucceeded, fmt.Sprintf("%s done (boot %s -> %s); GPU checks: %s", j.Step, j.BootID, boot, a.checkGPUs(ctx, nil, nil)))
+		note := a.recovered(ctx, nil, health.RecoveryNodeReboot, nil)
+		return finish(v1alpha1.OutcomeSucceeded, fmt.Sprintf("%s done (boot %s -> %s); GPU checks: %s%s", j.Step, j.BootID, boot, a.checkGPUs(ctx, nil, nil), note))
 	case j.Step == v1alpha1.StepRebootNode || j.Step == v1alpha1.StepPowerCycle:
 		return finish(v1alpha1.OutcomeFailed, fmt.Sprintf("%s was started but the node did not reboot (boot ID unchanged)", j.Step))
+	case j.Step == v1alpha1.StepResetGPU && j.Done && boot == j.BootID:
+		note := a.recovered(ctx, j.GPUs, health.RecoveryGPUReset, j.Cleared)
+		return finish(v1alpha1.OutcomeSucceeded, fmt.Sprintf("reset %d GPU(s) before the agent restarted; GPU checks: %s%s", len(j.GPUs), a.checkGPUs(ctx, nil, j.GPUs), note))
 	}
 	return finish(v1alpha1.OutcomeFailed, fmt.Sprintf("the agent restarted while %s ran; it is not started again", j.Step))
 }
 
 // resetGPUs resets each GPU in turn; the first refusal or failure ends the step.
-func (a *Agent) resetGPUs(ctx context.Context, pre *gpu.Snapshot, uuids []string,
+func (a *Agent) resetGPUs(ctx context.Context, entry *JournalEntry, pre *gpu.Snapshot,
 	finish func(v1alpha1.StepOutcome, string) *v1alpha1.RemediationAnswer) *v1alpha1.RemediationAnswer {
+	uuids := entry.GPUs
 	if len(uuids) == 0 {
 		return finish(v1alpha1.OutcomeRefused, "reset-gpu names no GPU")
 	}
@@ -165,8 +183,54 @@ func (a *Agent) resetGPUs(ctx context.Context, pre *gpu.Snapshot, uuids []string
 			return finish(outcomeOf(err), fmt.Sprintf("reset of GPU %s: %v", u, err))
 		}
 	}
-	a.recovered(ctx, uuids, health.RecoveryGPUReset)
-	return finish(v1alpha1.OutcomeSucceeded, fmt.Sprintf("reset %d GPU(s); GPU checks: %s", len(uuids), a.checkGPUs(ctx, pre, uuids)))
+	lines, note := a.stepDone(ctx, entry, uuids, health.RecoveryGPUReset)
+	note += a.recovered(ctx, uuids, health.RecoveryGPUReset, lines)
+	return finish(v1alpha1.OutcomeSucceeded, fmt.Sprintf("reset %d GPU(s); GPU checks: %s%s", len(uuids), a.checkGPUs(ctx, pre, uuids), note))
+}
+
+// stepDone reads which XIDs the step that just succeeded covered and marks the step done
+// with them in the journal; it returns them and a note for the answer when that failed.
+func (a *Agent) stepDone(ctx context.Context, entry *JournalEntry, uuids []string, kind health.RecoveryKind) ([]ClearedLine, string) {
+	note := ""
+	lines, err := a.coveredBy(ctx, uuids, kind)
+	if err != nil {
+		a.cfg.Log.Warn("reading the XIDs a recovery covered failed; they will be judged", "node", a.cfg.NodeName, "err", err)
+		note = fmt.Sprintf("; %v", err)
+	}
+	if a.cfg.Journal == nil {
+		return lines, note
+	}
+	entry.Done, entry.Cleared = true, lines
+	if err := a.cfg.Journal.Save(*entry); err != nil {
+		a.cfg.Log.Warn("marking the step done in the remediation journal failed", "node", a.cfg.NodeName, "err", err)
+		note += fmt.Sprintf("; marking the step done: %v", err)
+	}
+	return lines, note
+}
+
+// journalAnswer keeps the answer in the journal until it is published (answerPublished).
+func (a *Agent) journalAnswer(entry *JournalEntry, ans *v1alpha1.RemediationAnswer) {
+	if a.cfg.Journal == nil {
+		return
+	}
+	entry.Answer = ans.DeepCopy()
+	if err := a.cfg.Journal.Save(*entry); err != nil {
+		a.cfg.Log.Warn("keeping the answer in the remediation journal failed", "node", a.cfg.NodeName, "err", err)
+		return
+	}
+	a.journaled = ans.ID
+}
+
+// answerPublished forgets the journal's step once its answer is in the published status.
+func (a *Agent) answerPublished(published *v1alpha1.RemediationAnswer) {
+	if a.journaled == 0 || published == nil || published.ID < a.journaled || a.cfg.Journal == nil {
+		return
+	}
+	if err := a.cfg.Journal.Clear(); err != nil {
+		a.cfg.Log.Warn("clearing the remediation journal failed", "node", a.cfg.NodeName, "err", err)
+		return
+	}
+	a.journaled = 0
 }
 
 func outcomeOf(err error) v1alpha1.StepOutcome {

@@ -64,6 +64,7 @@ func (a *Agent) round(ctx context.Context) error {
 		return errors.Join(accErr, err)
 	}
 	a.roundPublished()
+	a.answerPublished(st.RemediationAnswer)
 	return errors.Join(accErr, a.applyNodeConditions(ctx, node, nodeConditions(st.Conditions[0]), resync))
 }
 

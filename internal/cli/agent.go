@@ -163,12 +163,13 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		},
 		HostOptions: host.Options{CacheDirs: o.facts.cacheDirs},
 		XIDs:        func(ctx context.Context) ([]xid.Event, error) { return o.facts.readXIDs(ctx, plat) },
-		Kernel:      plat.KernelFollower(&kmsg.Follower{Start: kmsg.StartBeginning}),
+		Kernel:      plat.KernelFollower(o.kernelFollower(log)),
 		BootID:      plat.BootID(),
 		OnFinding:   xids.Observe,
 		Log:         log,
 		Steps:       o.remediation.steps(plat),
 		Journal:     o.remediation.journal(),
+		Cleared:     agent.FileCleared{Path: filepath.Join(o.remediation.stateDir, "cleared-xids.json")},
 		Evidence:    o.remediation.evidence(node, plat, findingsOf(&a), pods),
 		Records:     &record.Store{Dir: filepath.Join(o.remediation.stateDir, "records")},
 	}
@@ -210,6 +211,16 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	err = a.Run(ctx)
 	stopPlugin()
 	return errors.Join(err, <-pluginDone)
+}
+
+// kernelFollower follows /dev/kmsg from boot at every start (the XIDs recoveries cleared,
+// kept in --state-dir/cleared-xids.json, are not judged again) and keeps the cursor in
+// --state-dir/kmsg.cursor: records overwritten since the previous process stopped are
+// reported as lost. An unusable cursor file or a failed save is logged, never fatal.
+func (o *agentOptions) kernelFollower(log *slog.Logger) *kmsg.Follower {
+	path := filepath.Join(o.remediation.stateDir, "kmsg.cursor")
+	return &kmsg.Follower{Start: kmsg.StartBoot, StatePath: path, MinSaveInterval: time.Second,
+		OnCursorError: func(err error) { log.Warn("kernel-log cursor not usable or not saved", "file", path, "err", err) }}
 }
 
 // podSource is the kubelet's pod-resources cache of --pod-resources-socket (nil when

@@ -26,7 +26,7 @@ func (o *remediationOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.resetCommand, "reset-command", nil, "command that resets one GPU, \"{gpu}\" standing for its UUID (default: nvidia-smi --gpu-reset -i {gpu}); a reset is refused while any process uses the GPU")
 	fs.StringSliceVar(&o.rebootCommand, "reboot-command", nil, "command that reboots the node, e.g. nsenter,-t,1,-m,--,systemctl,reboot (default: none; reboot-node is refused)")
 	fs.StringSliceVar(&o.powerCycleCommand, "power-cycle-command", nil, "hook that power-cycles the node through its BMC (default: none; power-cycle is refused)")
-	fs.StringVar(&o.stateDir, "state-dir", "/var/lib/gpunode", "host folder for what must survive a reboot: the remediation step in flight, evidence bundles under evidence/, acceptance records under records/ (the last result on /metrics)")
+	fs.StringVar(&o.stateDir, "state-dir", "/var/lib/gpunode", "host folder for what must outlive the agent: the remediation step in flight, the kernel-log cursor (kmsg.cursor), the XIDs recovery steps cleared in this boot (cleared-xids.json), evidence bundles under evidence/, acceptance records under records/ (the last result on /metrics)")
 }
 
 // steps are the remediation steps of the platform: the simulated node's own with --sim,

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"strings"
 	"sync"
@@ -56,6 +57,28 @@ GPU. Exit codes: 0 no GPU unhealthy, 1 a GPU is unhealthy, 2 bad usage.`,
 	return cmd
 }
 
+// follower is the kernel-log follower of --from and --cursor-file. With a cursor file,
+// "boot" reads from boot and keeps the cursor (an unusable one is replaced, with a warning);
+// "cursor" needs a usable one: a bad cursor file is bad input (exit 2), naming the file. A
+// failed save is logged as a warning and counted in the summary; following goes on.
+func (o *monitorOptions) follower(mode kmsg.StartMode) (*kmsg.Follower, error) {
+	switch {
+	case mode == kmsg.StartCursor && o.cursorFile == "":
+		return nil, usageErrorf("--from cursor needs --cursor-file")
+	case mode == kmsg.StartCursor:
+		if _, _, err := kmsg.LoadCursor(o.cursorFile); err != nil {
+			return nil, usageErrorf("--cursor-file: %w (start afresh with --from boot)", err)
+		}
+	case mode == kmsg.StartBeginning && o.cursorFile != "":
+		mode = kmsg.StartBoot
+	}
+	log := namedLogger("monitor")
+	path := o.cursorFile
+	return &kmsg.Follower{StatePath: path, Start: mode, MinSaveInterval: time.Second, OnCursorError: func(err error) {
+		log.Warn("kernel-log cursor not usable or not saved", "file", path, "err", err)
+	}}, nil
+}
+
 func runMonitor(ctx context.Context, o *monitorOptions, out io.Writer) error {
 	if o.interval <= 0 || o.duration < 0 {
 		return usageErrorf("--interval must be positive and --duration not negative")
@@ -65,8 +88,9 @@ func runMonitor(ctx context.Context, o *monitorOptions, out io.Writer) error {
 	if !ok {
 		return usageErrorf("--from %q: want boot, cursor or end", o.from)
 	}
-	if mode == kmsg.StartCursor && o.cursorFile == "" {
-		return usageErrorf("--from cursor needs --cursor-file")
+	follower, err := o.follower(mode)
+	if err != nil {
+		return err
 	}
 	plat, err := o.facts.openPlatform()
 	if err != nil {
@@ -74,7 +98,20 @@ func runMonitor(ctx context.Context, o *monitorOptions, out io.Writer) error {
 	}
 	defer func() { _ = plat.Close() }()
 	backend := plat.Backend
-	kernel := plat.KernelFollower(&kmsg.Follower{StatePath: o.cursorFile, Start: mode, MinSaveInterval: time.Second})
+	// A cursor found unusable while following (ahead of the log) ends the run: exit 2.
+	runCtx, stopRun := context.WithCancelCause(ctx)
+	defer stopRun(nil)
+	kernel := plat.KernelFollower(follower)
+	if kernel != nil {
+		follow := kernel
+		kernel = func(ctx context.Context, emit func(monitor.KernelLine)) error {
+			err := follow(ctx, emit)
+			if errors.Is(err, kmsg.ErrBadCursor) {
+				stopRun(err)
+			}
+			return err
+		}
+	}
 	var mu sync.Mutex // the callback runs on the monitor's goroutines
 	enc := json.NewEncoder(out)
 	w := &errWriter{w: out}
@@ -97,14 +134,20 @@ func runMonitor(ctx context.Context, o *monitorOptions, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	runCtx := ctx
 	if o.duration > 0 {
 		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeout(ctx, o.duration)
+		runCtx, cancel = context.WithTimeout(runCtx, o.duration)
 		defer cancel()
 	}
 	if err := m.Run(runCtx); err != nil {
 		return err
+	}
+	if cause := context.Cause(runCtx); errors.Is(cause, kmsg.ErrBadCursor) {
+		return usageErrorf("--cursor-file: %w (start afresh with --from boot)", cause)
+	}
+	var cursor *kmsg.Stats
+	if st := follower.Stats(); o.cursorFile != "" && st.Start != "" { // "": not followed (--sim's own log)
+		cursor = &st
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -121,7 +164,8 @@ func runMonitor(ctx context.Context, o *monitorOptions, out io.Writer) error {
 			Health   []monitor.GPUHealth `json:"health"`
 			Findings []health.Finding    `json:"findings"`
 			Stats    monitor.Stats       `json:"stats"`
-		}{"summary", gpus, m.Findings(), m.Stats()}); err != nil {
+			Cursor   *kmsg.Stats         `json:"kernelCursor,omitempty"`
+		}{"summary", gpus, m.Findings(), m.Stats(), cursor}); err != nil {
 			return err
 		}
 	} else {
@@ -132,6 +176,9 @@ func runMonitor(ctx context.Context, o *monitorOptions, out io.Writer) error {
 		}
 		w.printf("\n%d polls, %d device events (watched: %v), %d kernel-log lines (followed: %v, %d lost), %d XIDs (%d consequences), %d findings\n",
 			st.Polls, st.Events, st.EventsWatched, st.KernelLines, st.KernelFollow, st.KernelLost, st.XIDs, st.Consequences, len(m.Findings()))
+		if cursor != nil {
+			w.printf("kernel-log cursor %s: started %s, %d saves, %d failed\n", o.cursorFile, orDash(cursor.Start), cursor.Saves, cursor.SaveErrors)
+		}
 		if w.err != nil {
 			return w.err
 		}

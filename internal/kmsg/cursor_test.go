@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/fstest"
 )
@@ -73,10 +74,18 @@ func TestSaveCursorNamesTheFileItCannotWrite(t *testing.T) {
 
 func TestAFailingCursorSaveIsCountedAndFollowingGoesOn(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "missing-dir", "kmsg.cursor")
-	f := &Follower{StatePath: p, BootID: "b"}
+	var reported atomic.Int64
+	f := &Follower{StatePath: p, BootID: "b", OnCursorError: func(err error) {
+		if strings.Contains(err.Error(), p) {
+			reported.Add(1)
+		}
+	}}
 	items, err := followUntilIdle(t, f, newFakeKernel(recs(1, 3), []step{eagain}, recs(4, 5)))
 	if len(items) != 5 || f.Stats().SaveErrors == 0 {
 		t.Fatalf("delivered %v, stats %+v: want all 5 and counted save errors", seqs(items), f.Stats())
+	}
+	if got := reported.Load(); got != int64(f.Stats().SaveErrors) {
+		t.Fatalf("%d save failures reported naming the file, %d counted: want each reported", got, f.Stats().SaveErrors)
 	}
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), p) {
 		t.Fatalf("Run = %v, want the cancel joined with the failed final save naming %s", err, p)

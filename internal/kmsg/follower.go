@@ -25,6 +25,14 @@ const (
 	StartBeginning
 	// StartEnd delivers only records written after Run starts (SEEK_END).
 	StartEnd
+	// StartBoot reads every record still in the ring buffer, as StartBeginning, and keeps
+	// the cursor file, as StartCursor: a saved cursor of the running boot only tells where
+	// the previous run stopped, so that records lost since (overwritten while nobody read)
+	// are reported as a Gap with cause GapResume before the oldest record left. A consumer
+	// that keeps what it concluded from the records elsewhere (the agent: what recoveries
+	// cleared) uses it. A cursor file that cannot be used is reported to OnCursorError and
+	// overwritten, never fatal.
+	StartBoot
 )
 
 // GapCause says when lost records were lost.
@@ -80,6 +88,8 @@ type Stats struct {
 	// Gaps and Lost count the gaps reported and the records in them.
 	Gaps uint64 `json:"gaps"`
 	Lost uint64 `json:"lost"`
+	// BadCursors counts cursor files StartBoot found unusable (and replaced).
+	BadCursors uint64 `json:"badCursors"`
 	// Saves and SaveErrors count cursor writes; LastSaveError is the latest failure.
 	Saves         uint64 `json:"saves"`
 	SaveErrors    uint64 `json:"saveErrors"`
@@ -106,6 +116,10 @@ type Follower struct {
 	// reads up to the point where the log has nothing more), at most once per interval, and
 	// on exit. Zero writes after every batch.
 	MinSaveInterval time.Duration
+	// OnCursorError, when set, is called with every failed cursor save (following goes on:
+	// a full disk must not blind the node) and, with StartBoot, with a cursor file that
+	// cannot be used (it is ignored and overwritten).
+	OnCursorError func(err error)
 
 	open func(path string) (source, error) // tests inject a fake
 	now  func() time.Time
@@ -173,6 +187,7 @@ func (f *Follower) Run(ctx context.Context, fn func(Item) error) (err error) {
 	defer func() {
 		if r.dirty {
 			if serr := r.save(); serr != nil {
+				r.saveFailed(serr)
 				err = errors.Join(err, serr)
 			}
 		}
@@ -216,9 +231,31 @@ func (f *Follower) prepare() (*run, error) {
 		start = "beginning"
 	case StartEnd:
 		start = "end"
+	case StartBoot:
+		start = "boot"
+		if f.StatePath == "" {
+			break
+		}
+		c, ok, err := LoadCursor(f.StatePath)
+		switch {
+		case err != nil:
+			f.count(func(s *Stats) { s.BadCursors++ })
+			if f.OnCursorError != nil {
+				f.OnCursorError(fmt.Errorf("%w; reading the log from boot, the file will be replaced", err))
+			}
+		case ok && c.BootID == r.cur.BootID:
+			r.stopped, r.stoppedKnown = c.Seq, true
+		}
 	default:
 		return nil, fmt.Errorf("kernel log %s: unknown start mode %d", f.path(), f.Start)
 	}
 	f.count(func(s *Stats) { s.Start = start })
 	return r, nil
+}
+
+// Stats returns a snapshot of the counters; it is safe to call while Run runs.
+func (f *Follower) Stats() Stats {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stats
 }

@@ -33,6 +33,16 @@ func TestFollowerStartsWhereTheCursorSays(t *testing.T) {
 			[][]step{recs(10, 11)}, []string{"gap 9-9 (resume)", "10", "11"}, "cursor", Cursor{"boot-a", 11}},
 		{"StartBeginning ignores the cursor and overwrites it", &Cursor{"boot-a", 5}, StartBeginning,
 			[][]step{recs(1, 3)}, []string{"1", "2", "3"}, "beginning", Cursor{"boot-a", 3}},
+		{"StartBoot delivers every record of this boot again and moves the cursor on", &Cursor{"boot-a", 5}, StartBoot,
+			[][]step{recs(1, 8)}, []string{"1", "2", "3", "4", "5", "6", "7", "8"}, "boot", Cursor{"boot-a", 8}},
+		{"StartBoot reports the records overwritten since the previous run stopped", &Cursor{"boot-a", 8}, StartBoot,
+			[][]step{recs(12, 13)}, []string{"gap 9-11 (resume)", "12", "13"}, "boot", Cursor{"boot-a", 13}},
+		{"StartBoot reports no gap when only records the previous run read were overwritten", &Cursor{"boot-a", 8}, StartBoot,
+			[][]step{recs(5, 9)}, []string{"5", "6", "7", "8", "9"}, "boot", Cursor{"boot-a", 9}},
+		{"StartBoot after a reboot reports no gap for the earlier boot's cursor", &Cursor{"boot-old", 2}, StartBoot,
+			[][]step{recs(7, 8)}, []string{"7", "8"}, "boot", Cursor{"boot-a", 8}},
+		{"StartBoot without a cursor file reads from boot and saves one", nil, StartBoot,
+			[][]step{recs(0, 1)}, []string{"0", "1"}, "boot", Cursor{"boot-a", 1}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -155,6 +165,30 @@ func TestACorruptCursorFileIsAnErrorNamingTheFile(t *testing.T) {
 	}
 	if c, ok, err := LoadCursor(state); err != nil || !ok || c != (Cursor{"b", 2}) {
 		t.Fatalf("after a fresh start the cursor is %+v, %v, %v", c, ok, err)
+	}
+}
+
+func TestStartBootReportsAndReplacesAnUnusableCursorFile(t *testing.T) {
+	for _, content := range []string{"{not json", `{"version":9,"bootID":"b","seq":1}`, ""} {
+		state := filepath.Join(t.TempDir(), "kmsg.cursor")
+		if err := os.WriteFile(state, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var reported []error
+		f := &Follower{StatePath: state, BootID: "b", Start: StartBoot, OnCursorError: func(err error) { reported = append(reported, err) }}
+		items, err := followUntilIdle(t, f, newFakeKernel(recs(1, 2)))
+		if !errors.Is(err, context.Canceled) || !slices.Equal(seqs(items), []string{"1", "2"}) {
+			t.Fatalf("cursor %q: Run = %v, delivered %v; want every record from boot", content, err, seqs(items))
+		}
+		if len(reported) != 1 || !errors.Is(reported[0], ErrBadCursor) || !strings.Contains(reported[0].Error(), state) {
+			t.Fatalf("cursor %q: reported %v, want one ErrBadCursor naming %s", content, reported, state)
+		}
+		if c, ok, err := LoadCursor(state); err != nil || !ok || c != (Cursor{"b", 2}) {
+			t.Fatalf("cursor %q: replaced by %+v, %v, %v; want {b 2}", content, c, ok, err)
+		}
+		if f.Stats().BadCursors != 1 {
+			t.Fatalf("stats %+v, want one bad cursor counted", f.Stats())
+		}
 	}
 }
 

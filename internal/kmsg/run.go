@@ -22,8 +22,11 @@ type run struct {
 	cur     Cursor // the last record handled (read and either delivered or dropped)
 	have    bool   // cur.Seq is meaningful: a cursor was resumed or a record handled
 	resumed bool   // started from a saved cursor: check it is not ahead of the log
-	read    bool   // a record has been read in this run
-	maxSeen uint64 // highest sequence number read in this run
+	// stopped is where the previous run stopped (StartBoot with a cursor of this boot).
+	stopped      uint64
+	stoppedKnown bool
+	read         bool   // a record has been read in this run
+	maxSeen      uint64 // highest sequence number read in this run
 
 	dirty    bool // cur differs from the saved cursor
 	batch    int  // records handled since the last save
@@ -75,8 +78,15 @@ func (r *run) handle(b []byte, fn func(Item) error) error {
 		r.f.count(func(s *Stats) { s.Skipped++ })
 		return nil
 	}
-	if r.have && rec.Seq > r.cur.Seq+1 {
-		g := Gap{From: r.cur.Seq + 1, To: rec.Seq - 1, Cause: GapOverrun}
+	from, gap := uint64(0), false
+	switch {
+	case r.have && rec.Seq > r.cur.Seq+1:
+		from, gap = r.cur.Seq+1, true
+	case first && !r.have && r.stoppedKnown && rec.Seq > r.stopped+1:
+		from, gap = r.stopped+1, true // StartBoot: lost since the previous run stopped
+	}
+	if gap {
+		g := Gap{From: from, To: rec.Seq - 1, Cause: GapOverrun}
 		if first {
 			g.Cause = GapResume
 		}
@@ -134,10 +144,17 @@ func (r *run) maybeSave() time.Duration {
 	}
 	if err := r.save(); err != nil {
 		// Keep following: a full disk must not blind the node to GPU faults. The failure is
-		// counted, and the last one is returned by Run if the final save fails too.
-		r.f.count(func(s *Stats) { s.SaveErrors++; s.LastSaveError = err.Error() })
+		// counted and reported, and the last one is returned by Run if the final save fails too.
+		r.saveFailed(err)
 	}
 	return 0
+}
+
+func (r *run) saveFailed(err error) {
+	r.f.count(func(s *Stats) { s.SaveErrors++; s.LastSaveError = err.Error() })
+	if r.f.OnCursorError != nil {
+		r.f.OnCursorError(err)
+	}
 }
 
 func (r *run) save() error {

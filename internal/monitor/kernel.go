@@ -26,7 +26,8 @@ func (m *Monitor) follow(ctx context.Context) {
 }
 
 // kernelLine turns one kernel-log line into findings: XIDs (correlated with the same
-// device's recent XIDs; consequences are counted, not reported) and lost-record gaps.
+// device's recent XIDs; consequences are counted, not reported; those a recovery cleared
+// are counted, not judged) and lost-record gaps.
 func (m *Monitor) kernelLine(l KernelLine) {
 	now := l.Time
 	if now.IsZero() {
@@ -43,8 +44,17 @@ func (m *Monitor) kernelLine(l KernelLine) {
 	}
 	m.mu.Lock()
 	m.stats.KernelLines++
+	if l.Boot != m.logBoot { // a new boot's log: its lines are counted afresh
+		m.logBoot, m.occur, m.windows = l.Boot, map[string]int{}, map[string][]xid.Event{}
+	}
 	ev, ok := m.scanner.Line(l.Text)
 	if !ok {
+		m.mu.Unlock()
+		return
+	}
+	m.occur[ev.Line]++
+	if m.cfg.Cleared != nil && m.cfg.Cleared(l.Boot, ev.Line, m.occur[ev.Line]) {
+		m.stats.ClearedXIDs++
 		m.mu.Unlock()
 		return
 	}

@@ -27,6 +27,9 @@ type KernelLine struct {
 	// Time is when the line was logged (zero: unknown, the monitor uses its clock).
 	Time time.Time
 	Text string
+	// Boot is the boot whose log the line is of ("": the running one). A new boot's log
+	// starts over: the occurrences of each line are counted afresh.
+	Boot string
 	// Lost > 0 reports that many records lost before this point (ring-buffer overrun).
 	Lost uint64
 }
@@ -60,6 +63,11 @@ type Config struct {
 	// OnRecovered is called (outside the monitor's lock) after a poll saw a recovery of
 	// uuids and checked them (recovery.go).
 	OnRecovered func(uuids []string, kind health.RecoveryKind)
+	// Cleared reports whether occurrence n (1 = the first) of an XID line of boot's kernel
+	// log was cleared by a recovery step: such a line is counted (Stats.ClearedXIDs), not
+	// judged. The kernel log is read from boot at every start, so this is what keeps a
+	// restarted monitor from finding again a fault that was already repaired. nil: none.
+	Cleared func(boot, line string, n int) bool
 }
 
 // Monitor is one node's health monitor. Its read methods are safe while Run runs.
@@ -75,6 +83,8 @@ type Monitor struct {
 	boot    string // the boot ID at the last poll (Config.BootID)
 	scanner xid.Scanner
 	windows map[string][]xid.Event // recent XIDs per PCI, for correlation
+	occur   map[string]int         // occurrences of each XID line in the log's boot
+	logBoot string                 // the boot of the last kernel-log line
 	stats   Stats
 }
 
@@ -96,6 +106,7 @@ type Stats struct {
 	KernelLines   int    `json:"kernelLines"`
 	KernelLost    uint64 `json:"kernelLost"`
 	XIDs          int    `json:"xids"`
+	ClearedXIDs   int    `json:"clearedXIDs"`
 	Consequences  int    `json:"consequences"`
 	Findings      int    `json:"findings"`
 	EventsWatched bool   `json:"eventsWatched"`
@@ -120,7 +131,7 @@ func New(cfg Config) (*Monitor, error) {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	cfg.Log = cfg.Log.With("logger", "monitor") // under the agent's: logger=agent.monitor
-	m := &Monitor{cfg: cfg, agg: health.NewAggregator(0), states: map[string]*gpuState{}, byPCI: map[string]gpuRef{}, windows: map[string][]xid.Event{}}
+	m := &Monitor{cfg: cfg, agg: health.NewAggregator(0), states: map[string]*gpuState{}, byPCI: map[string]gpuRef{}, windows: map[string][]xid.Event{}, occur: map[string]int{}}
 	m.SetThresholds(cfg.Thresholds)
 	return m, nil
 }

@@ -43,7 +43,7 @@ func SimKernel(b *sim.Backend, every time.Duration) KernelSource {
 			}
 			lines := b.KernelLog()
 			for _, l := range lines[min(seen, len(lines)):] {
-				emit(KernelLine{Time: l.Time, Text: l.Text})
+				emit(KernelLine{Time: l.Time, Text: l.Text, Boot: boot})
 			}
 			seen = max(seen, len(lines))
 			select {
