@@ -8,9 +8,6 @@ import (
 	"testing"
 	"time"
 
-	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 	resourceapi "k8s.io/api/resource/v1"
 
 	"github.com/gpunode/gpunode/internal/dra"
@@ -53,19 +50,7 @@ func attr(d resourceapi.Device, name resourceapi.QualifiedName) string {
 // The slice of a DGX H100 (go-nvml's mock through the NVML backend): eight whole GPUs with
 // the contract's attributes and their memory as capacity.
 func TestTheSliceOfEightH100sFromTheNVMLMock(t *testing.T) {
-	srv := dgxh100.New()
-	for i, d := range srv.Devices { // the mock has no serial and no bus ID of its own
-		m := d.(*server.Device)
-		m.GetSerialFunc = func() (string, gonvml.Return) { return fmt.Sprintf("165412345678%d", i), gonvml.SUCCESS }
-		m.GetPciInfoFunc = func() (gonvml.PciInfo, gonvml.Return) {
-			p := gonvml.PciInfo{PciDeviceId: m.Config.PciDeviceId}
-			for j, c := range fmt.Sprintf("00000000:%02X:00.0", 0x18+i*0x10) {
-				p.BusId[j] = int8(c)
-			}
-			return p, gonvml.SUCCESS
-		}
-	}
-	b, err := nvml.New(nvml.WithLibrary(srv))
+	b, err := nvml.New(nvml.WithLibrary(nvmltest.DGXH100()))
 	if err != nil {
 		t.Fatal(err)
 	}
