@@ -98,7 +98,9 @@ func TestPrepareOnTheRealGPU(t *testing.T) {
 		mounts = append(mounts, m.Destination)
 	}
 	t.Logf("%s injects device nodes %v and %d mounts", id, nodes, len(mounts))
-	if !slices.ContainsFunc(nodes, func(n string) bool { return strings.HasPrefix(n, "/dev/nvidia") && strings.TrimLeft(n[len("/dev/nvidia"):], "0123456789") == "" && n != "/dev/nvidia" }) ||
+	if !slices.ContainsFunc(nodes, func(n string) bool {
+		return strings.HasPrefix(n, "/dev/nvidia") && strings.TrimLeft(n[len("/dev/nvidia"):], "0123456789") == "" && n != "/dev/nvidia"
+	}) ||
 		!slices.Contains(nodes, "/dev/nvidiactl") {
 		t.Errorf("device nodes %v: want a /dev/nvidia<minor> and /dev/nvidiactl", nodes)
 	}
