@@ -246,6 +246,21 @@ func TestPrepareOverTheKubeletSocket(t *testing.T) {
 			t.Fatalf("error %q", res.GetError())
 		}
 	})
+	t.Run("a claim with no device of this driver is prepared with none and no spec", func(t *testing.T) {
+		c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "nic", UID: "uid-nic"}}
+		c.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{
+			Results: []resourceapi.DeviceRequestAllocationResult{{Request: "nic", Driver: "net.example.com", Pool: node, Device: "eth0"}}}}
+		if _, err := e.client.ResourceV1().ResourceClaims("team").Create(context.Background(), c, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		res := prepare(t, conn, &drapbv1.Claim{Namespace: "team", Name: "nic", Uid: "uid-nic"})["uid-nic"]
+		if res.GetError() != "" || len(res.GetDevices()) != 0 {
+			t.Fatalf("claim nic: %v", res)
+		}
+		if _, err := os.Stat(filepath.Join(e.cdiDir, cdispec.ClaimFileName("uid-nic"))); err == nil {
+			t.Error("a claim without devices of this driver got a CDI spec")
+		}
+	})
 	t.Run("unprepare removes the spec and frees the device; a second unprepare is no error", func(t *testing.T) {
 		for range 2 {
 			if res := unprepare(t, conn, a)[a.Uid]; res.GetError() != "" {
