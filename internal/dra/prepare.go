@@ -144,17 +144,6 @@ func (p *Preparer) Clean() error {
 	return errors.Join(errs...)
 }
 
-// Prepared is the checkpoint's claims now.
-func (p *Preparer) Prepared() (map[string]PreparedClaim, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	cp, err := readCheckpoint(p.Dir)
-	if err != nil {
-		return nil, err
-	}
-	return cp.Claims, nil
-}
-
 // resolve checks a new claim's allocation against the node's devices and the checkpoint.
 func (p *Preparer) resolve(c *resourceapi.ResourceClaim, inv Inventory, cp *Checkpoint) ([]PreparedDevice, error) {
 	ref := c.Namespace + "/" + c.Name
