@@ -37,7 +37,8 @@ func newExplainNodeCommand() *cobra.Command {
 		Short: "Why a GPU node is held, by whom, since when, and what happens next",
 		Long: `Explain one GPU node: every owner's holds on its Node (oldest first), the fault its GPUs'
 health shows, what remediation is doing about it (the step in flight, the evidence bundle with
-its hash and path, the attempts so far), the fleet's budget and circuit breaker as they apply
+its hash and path, the attempts so far), the DeviceTaintRules its holds own on a DRA node
+(name, devices, effect, since), the fleet's budget and circuit breaker as they apply
 to it, and what happens next and when.
 
 It reads the GPUNode, its Node, the GPUNodePolicy that governs it (the built-in defaults
@@ -80,6 +81,8 @@ type nodeExplanation struct {
 	BuiltInDefaults bool `json:"builtInDefaults,omitempty"`
 	// Agent is the node agent's liveness, decided as the acceptance controller does.
 	Agent agentExplanation `json:"agent"`
+	// DeviceTaintRules are the DeviceTaintRules the node's holds own (DRA).
+	DeviceTaintRules []deviceTaintExplanation `json:"deviceTaintRules,omitempty"`
 	// At is the time the explanation was decided at.
 	At time.Time `json:"at"`
 }
@@ -113,6 +116,7 @@ func (e nodeExplanation) String() string {
 	}
 	s += fmt.Sprintf("pool: %s\n", pool)
 	s += e.Agent.String()
+	s += deviceTaintsText(e.DeviceTaintRules)
 	if e.StatusPhase != "" {
 		s += fmt.Sprintf("status phase: %s\n", e.StatusPhase)
 	}
