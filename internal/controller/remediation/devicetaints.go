@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/gpunode/gpunode/api/v1alpha1"
+	"github.com/gpunode/gpunode/internal/controller/acceptance"
 	"github.com/gpunode/gpunode/internal/remediation"
 )
 
@@ -31,11 +32,7 @@ const (
 	// AnnotationRuleNode is the node's full name on each rule.
 	AnnotationRuleNode = "gpunode.dev/node-name"
 	// DriverGPUNode is the DRA driver of gpunode's own agent.
-	DriverGPUNode = "gpu.gpunode.dev"
-	// AttributeUUID and AttributeParentUUID are the device attributes a held GPU is found
-	// by (gpunode's driver and NVIDIA's publish both; a MIG device names its parent).
-	AttributeUUID       = "uuid"
-	AttributeParentUUID = "parentUUID"
+	DriverGPUNode = acceptance.DriverGPUNode
 )
 
 // HoldScope is what one hold keeps out of service: the whole node (GPUs empty) or the
@@ -88,23 +85,20 @@ func PlanDeviceTaintRules(node string, sc *HoldScope, gpus []string, published [
 	if sc == nil {
 		return RulePlan{}
 	}
-	pools := currentPools(node, published)
+	pools := acceptance.NodeGPUPools(node, gpus, published)
 	type target struct{ driver, pool, device string }
 	var targets []target
 	matched := map[string]bool{}
 	for _, p := range pools {
-		if !p.publishesGPUs(gpus) {
-			continue
-		}
 		if len(sc.GPUs) == 0 {
-			targets = append(targets, target{driver: p.driver, pool: p.pool})
+			targets = append(targets, target{driver: p.Driver, pool: p.Pool})
 			continue
 		}
-		for _, dev := range p.devices {
-			for _, attr := range []string{AttributeUUID, AttributeParentUUID} {
-				if u := attribute(p.driver, dev, attr); u != "" && slices.Contains(sc.GPUs, u) {
-					targets = append(targets, target{driver: p.driver, pool: p.pool, device: dev.Name})
-					if attr == AttributeUUID {
+		for _, dev := range p.Devices {
+			for _, attr := range []string{acceptance.AttributeUUID, acceptance.AttributeParentUUID} {
+				if u := acceptance.DeviceAttribute(p.Driver, dev, attr); u != "" && slices.Contains(sc.GPUs, u) {
+					targets = append(targets, target{driver: p.Driver, pool: p.Pool, device: dev.Name})
+					if attr == acceptance.AttributeUUID {
 						matched[u] = true
 					}
 					break
@@ -113,9 +107,8 @@ func PlanDeviceTaintRules(node string, sc *HoldScope, gpus []string, published [
 		}
 	}
 	plan := RulePlan{}
-	gpuPools := slices.ContainsFunc(pools, func(p pool) bool { return p.publishesGPUs(gpus) })
 	for _, u := range sc.GPUs {
-		if gpuPools && !matched[u] { // a node without GPU pools does not run DRA
+		if len(pools) > 0 && !matched[u] { // a node without GPU pools does not run DRA
 			plan.Unmatched = append(plan.Unmatched, u)
 		}
 	}
@@ -193,65 +186,6 @@ func shorten(s string, limit int) string {
 	}
 	sum := sha256.Sum256([]byte(s))
 	return strings.TrimRight(s[:limit-9], "-._") + "-" + hex.EncodeToString(sum[:4])
-}
-
-// pool is one driver's pool on the node, at its newest generation.
-type pool struct {
-	driver, pool string
-	generation   int64
-	devices      []resourcev1.Device
-}
-
-func (p pool) publishesGPUs(gpus []string) bool {
-	if p.driver == DriverGPUNode {
-		return true
-	}
-	return slices.ContainsFunc(p.devices, func(d resourcev1.Device) bool {
-		u := attribute(p.driver, d, AttributeUUID)
-		return u != "" && slices.Contains(gpus, u)
-	})
-}
-
-// currentPools groups node's slices into pools, keeping each pool's newest generation,
-// sorted by driver and pool.
-func currentPools(node string, published []resourcev1.ResourceSlice) []pool {
-	byKey := map[string]*pool{}
-	var keys []string
-	for _, s := range published {
-		if (s.Spec.NodeName == nil || *s.Spec.NodeName != node) && s.Spec.Pool.Name != node {
-			continue
-		}
-		key := s.Spec.Driver + "/" + s.Spec.Pool.Name
-		p, ok := byKey[key]
-		switch {
-		case !ok:
-			p = &pool{driver: s.Spec.Driver, pool: s.Spec.Pool.Name, generation: s.Spec.Pool.Generation}
-			byKey[key] = p
-			keys = append(keys, key)
-		case s.Spec.Pool.Generation > p.generation:
-			p.generation, p.devices = s.Spec.Pool.Generation, nil
-		case s.Spec.Pool.Generation < p.generation:
-			continue
-		}
-		p.devices = append(p.devices, s.Spec.Devices...)
-	}
-	slices.Sort(keys)
-	out := make([]pool, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, *byKey[k])
-	}
-	return out
-}
-
-// attribute is the string attribute name of a device of driver: unqualified (the driver's
-// own domain) or qualified with the driver's name.
-func attribute(driver string, d resourcev1.Device, name string) string {
-	for _, k := range []resourcev1.QualifiedName{resourcev1.QualifiedName(name), resourcev1.QualifiedName(driver + "/" + name)} {
-		if a, ok := d.Attributes[k]; ok && a.StringValue != nil {
-			return *a.StringValue
-		}
-	}
-	return ""
 }
 
 // RuleDevices describes what a rule selects, for Events and explain.

@@ -24,6 +24,7 @@ import (
 
 	v1alpha1 "github.com/gpunode/gpunode/api/v1alpha1"
 	"github.com/gpunode/gpunode/internal/applyfields"
+	"github.com/gpunode/gpunode/internal/controller/acceptance"
 	"github.com/gpunode/gpunode/internal/remediation"
 )
 
@@ -62,7 +63,7 @@ func (r *Reconciler) syncDeviceTaints(ctx context.Context, gn *v1alpha1.GPUNode,
 	}
 	var plan RulePlan
 	if sc != nil {
-		published, err := r.nodeSlices(ctx, node)
+		published, err := acceptance.ListNodeSlices(ctx, r.Client, node)
 		if err != nil {
 			return false, err
 		}
@@ -110,25 +111,6 @@ func nodeGPUs(gn *v1alpha1.GPUNode, f remediation.Facts) []string {
 		}
 	}
 	return out
-}
-
-// nodeSlices are the ResourceSlices published for node: those whose spec.nodeName is the
-// node and those whose pool is named after it, read from the API server (fields it
-// selects on).
-func (r *Reconciler) nodeSlices(ctx context.Context, node string) ([]resourcev1.ResourceSlice, error) {
-	var out []resourcev1.ResourceSlice
-	for _, field := range []string{resourcev1.ResourceSliceSelectorNodeName, "spec.pool.name"} {
-		var list resourcev1.ResourceSliceList
-		if err := r.Client.List(ctx, &list, client.MatchingFields{field: node}); err != nil {
-			return nil, fmt.Errorf("list the ResourceSlices of node %s (%s): %w", node, field, err)
-		}
-		for _, s := range list.Items {
-			if !slices.ContainsFunc(out, func(o resourcev1.ResourceSlice) bool { return o.Name == s.Name }) {
-				out = append(out, s)
-			}
-		}
-	}
-	return out, nil
 }
 
 // sameRule reports whether the existing rule already says what want says.
