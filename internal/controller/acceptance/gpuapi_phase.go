@@ -3,6 +3,7 @@ package acceptance
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -11,6 +12,10 @@ import (
 	v1alpha1 "github.com/gpunode/gpunode/api/v1alpha1"
 	"github.com/gpunode/gpunode/internal/nodeops"
 )
+
+// switchRecheck is when a pass that placed the switch's hold runs again (the Node is not
+// watched).
+const switchRecheck = time.Second
 
 // gpuAPISwitch carries out DecideGPUAPISwitch on s's node: the switch's hold (owner
 // gpu-api, reason GPUAPISwitch), the acceptance request on the new API (with the basis,
@@ -48,6 +53,9 @@ func (r *Reconciler) gpuAPISwitch(ctx context.Context, s *scope) error {
 			return fmt.Errorf("hold GPUNode %q for its GPU API switch: %w", gn.Name, err)
 		}
 		r.Recorder.Eventf(gn, s.node, corev1.EventTypeWarning, HoldReasonGPUAPISwitch, "Hold", "%s", d.Message)
+		if s.result.RequeueAfter == 0 || s.result.RequeueAfter > switchRecheck {
+			s.result.RequeueAfter = switchRecheck // the next step needs no new fact: the hold is one
+		}
 	case d.Release:
 		if err := ops.Release(ctx, s.node.Name, HoldOwnerGPUAPI); err != nil {
 			return fmt.Errorf("release GPUNode %q after its GPU API switch: %w", gn.Name, err)

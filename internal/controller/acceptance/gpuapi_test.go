@@ -143,3 +143,27 @@ func TestANodeSwitchedFromTheDevicePluginToDRAIsHeldUntilItIsAcceptedOnDRA(t *te
 		t.Errorf("after the switch: holds %+v, taints %v", gn.Status.Holds, taints(t, c, "node-switch"))
 	}
 }
+
+func TestANodeWhoseAgentChangedOverFirstIsHeldAndAcceptedOnItsNewAPI(t *testing.T) {
+	c := startController(t)
+	createPolicy(t, c, policy("switched-fleet", 10, map[string]string{"fleet": "switched"}, 8))
+	join(t, c, "node-switched", 8, map[string]string{"fleet": "switched"})
+	reportGPUAPI(t, c, "node-switched", v1alpha1.GPUAPIDevicePlugin)
+	waitGPUNode(t, c, "node-switched", "acceptance to be requested", func(gn *v1alpha1.GPUNode) bool { return gn.Spec.AcceptanceGeneration == 1 })
+	answerAt(t, c, "node-switched", 1, time.Now())
+	waitGPUNode(t, c, "node-switched", "InService on the device plugin", func(gn *v1alpha1.GPUNode) bool {
+		return gn.Status.Phase == v1alpha1.PhaseInService && condition(gn, ConditionGPUAPI).Reason == ReasonServedByDevicePlugin
+	})
+
+	reportGPUAPI(t, c, "node-switched", v1alpha1.GPUAPIDRA) // no label: the agent's own choice
+	gn := waitGPUNode(t, c, "node-switched", "held and asked for acceptance on DRA", func(gn *v1alpha1.GPUNode) bool {
+		return heldFor(gn, HoldOwnerGPUAPI) && gn.Spec.AcceptanceGeneration == 2
+	})
+	if cond := condition(gn, ConditionGPUAPI); cond.Reason != HoldReasonGPUAPISwitch {
+		t.Errorf("condition GPUAPI %+v during the switch", cond)
+	}
+	answerAt(t, c, "node-switched", 2, time.Now().Add(2*time.Second))
+	waitGPUNode(t, c, "node-switched", "released on DRA", func(gn *v1alpha1.GPUNode) bool {
+		return !heldFor(gn, HoldOwnerGPUAPI) && gn.Status.Phase == v1alpha1.PhaseInService && condition(gn, ConditionGPUAPI).Reason == ReasonServedByDRA
+	})
+}
