@@ -57,6 +57,10 @@ func TestExplainNodeListsTheDeviceTaintRulesItsHoldsOwn(t *testing.T) {
 		t.Errorf("device taint rules %+v\n%s", got.Rules, r.stdout)
 	}
 
+	r = execute(t, "explain", "node", "explain-dra", "--kubeconfig", kc, "-o", "yaml")
+	r.check(t, ExitOK, []string{"deviceTaintRules:\n- devices: gpu.nvidia.com/explain-dra/gpu-3\n  effect: NoSchedule\n  hold: remediation\n  name: gpunode-explain-dra-remediation\n"}, nil)
+	execute(t, "explain", "node", "explain-dra", "--kubeconfig", kc, "-o", "table").check(t, ExitUsage, nil, []string{`-o/--output "table": must be text, json or yaml`})
+
 	r = execute(t, "explain", "node", "explain-dra-other", "--kubeconfig", kc)
 	r.check(t, ExitOK, []string{"device taint rule: gpunode-explain-dra-other-remediation"}, nil)
 }
