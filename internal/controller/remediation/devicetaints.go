@@ -79,8 +79,10 @@ type RulePlan struct {
 //
 // A per-GPU hold selects each device whose uuid (or, for a MIG device, parentUUID) is a
 // held GPU's; a node hold selects every device of each GPU driver's pool. Each rule is
-// named gpunode-<node>-<hold>, with -<device> (or -<driver>) appended when the hold needs
-// more than one, and labelled with its node and hold. It is pure; nil sc plans none.
+// named gpunode-<node>-<hold>; when the hold needs more than one, -<driver> is appended
+// when several pools publish GPUs (and -<pool> when it is not named after the node), and
+// -<device> for a device's rule. Each is labelled with its node and hold. It is pure; nil
+// sc plans none.
 func PlanDeviceTaintRules(node string, sc *HoldScope, gpus []string, published []resourcev1.ResourceSlice) RulePlan {
 	if sc == nil {
 		return RulePlan{}
@@ -119,11 +121,14 @@ func PlanDeviceTaintRules(node string, sc *HoldScope, gpus []string, published [
 	base := "gpunode-" + node + "-" + sc.Hold
 	for _, t := range targets {
 		name := base
-		switch {
-		case len(targets) > 1 && t.device != "":
-			name += "-" + t.device
-		case len(targets) > 1:
+		if len(targets) > 1 && len(pools) > 1 { // the pool's driver (and pool) tell them apart
 			name += "-" + t.driver
+			if t.pool != node {
+				name += "-" + t.pool
+			}
+		}
+		if len(targets) > 1 && t.device != "" {
+			name += "-" + t.device
 		}
 		sel := &resourcev1.DeviceTaintSelector{Driver: ptr.To(t.driver), Pool: ptr.To(t.pool)}
 		if t.device != "" {

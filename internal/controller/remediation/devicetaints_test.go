@@ -100,6 +100,12 @@ func TestPlanDeviceTaintRules(t *testing.T) {
 				return s
 			}()},
 			[]string{"gpunode-n1-remediation gpu.gpunode.dev/n1/gpu-1 NoSchedule"}, nil},
+		{"a per-GPU hold on two GPU drivers names each rule by driver and device",
+			&HoldScope{Hold: "remediation", GPUs: []string{"GPU-a"}}, []resourcev1.ResourceSlice{slice(DriverGPUNode, "n1", 1, gpus), slice("gpu.nvidia.com", "n1", 1, gpus)},
+			[]string{
+				"gpunode-n1-remediation-gpu.gpunode.dev-gpu-0 gpu.gpunode.dev/n1/gpu-0 NoSchedule",
+				"gpunode-n1-remediation-gpu.nvidia.com-gpu-0 gpu.nvidia.com/n1/gpu-0 NoSchedule",
+			}, nil},
 		{"two GPU drivers on the node get a rule each, named by driver",
 			&HoldScope{Hold: "remediation"}, []resourcev1.ResourceSlice{slice(DriverGPUNode, "n1", 1, gpus), slice("gpu.nvidia.com", "n1", 1, gpus)},
 			[]string{
