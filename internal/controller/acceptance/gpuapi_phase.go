@@ -28,7 +28,8 @@ func (r *Reconciler) gpuAPISwitch(ctx context.Context, s *scope) error {
 		return nil
 	}
 	ops := nodeops.Ops{Client: r.Client, Clock: r.Clock.Now}
-	holds, err := ops.Get(ctx, s.node.Name)
+	// The Node as this pass read it: only this phase places or releases the switch's hold.
+	holds, err := nodeops.ParseHolds(s.node.Name, s.node.Annotations[v1alpha1.AnnotationHolds])
 	if err != nil {
 		return fmt.Errorf("read holds of GPUNode %q: %w", gn.Name, err)
 	}
