@@ -3,6 +3,7 @@ package remediation
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -155,9 +156,9 @@ func (r *Reconciler) applyRule(ctx context.Context, gn *v1alpha1.GPUNode, rule *
 	return nil
 }
 
-// ruleEvents enqueues the GPUNode of a rule of remediation's that was changed or deleted
-// by someone else: the pass puts it back while the hold stands. Creations are the
-// controller's own.
+// ruleEvents enqueues the GPUNode of a rule of remediation's whose spec or labels were
+// changed, or that was deleted, by someone else: the pass puts it back while the hold
+// stands. Creations are the controller's own.
 func ruleEvents() handler.EventHandler {
 	enqueue := func(o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		if o.GetLabels()[LabelRuleHold] != labelValue(remediation.OwnerRemediation) {
@@ -173,7 +174,12 @@ func ruleEvents() handler.EventHandler {
 	}
 	return handler.Funcs{
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(e.ObjectNew, q)
+			// Not the eviction controller's status updates: only a changed spec or labels, or
+			// a deletion begun.
+			o, n := e.ObjectOld, e.ObjectNew
+			if o.GetGeneration() != n.GetGeneration() || !maps.Equal(o.GetLabels(), n.GetLabels()) || n.GetDeletionTimestamp() != nil {
+				enqueue(n, q)
+			}
 		},
 		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			enqueue(e.Object, q)

@@ -321,3 +321,20 @@ func TestThroughAManagerARuleDeletedByHandComesBackAndASlicePublishedLateGetsIts
 		return len(rs) == 1 && rs[0].UID != first.UID && rs[0].Name == first.Name
 	})
 }
+
+func TestThroughAManagerARuleChangedByHandIsPutBack(t *testing.T) {
+	h := newHarness(t, "rem-dtr-edit", 1, v1alpha1.RemediationPolicy{})
+	h.publish(DriverGPUNode, 1)
+	runManager(t)
+	h.setGPU(0, v1alpha1.HealthUnhealthy, "reboot-node", "xid-79")
+	waitFor(t, "the node's rule", func() bool { return len(h.rules()) == 1 })
+	r := h.rules()[0]
+	r.Spec.Taint.Effect = resourcev1.DeviceTaintEffectNone
+	if err := h.c.Update(t.Context(), &r); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the rule's effect put back", func() bool {
+		rs := h.rules()
+		return len(rs) == 1 && rs[0].Spec.Taint.Effect != resourcev1.DeviceTaintEffectNone
+	})
+}
