@@ -150,12 +150,8 @@ type published struct {
 // its GPUs (gpunode's driver or another, NVIDIA's), as many GPUs (devices of type gpu, or
 // the parents of MIG devices) as the agent found, and each device's taints agree with the
 // GPU's health: an unhealthy GPU's device is tainted (NoSchedule or NoExecute), a healthy
-// one's is not. On a device-plugin node it skips (kubernetes.device-plugin judges it).
+// one's is not. It is applied on DRA nodes only (KubernetesChecks).
 func checkDRA(f KubernetesFacts) verdict {
-	api := GPUAPIOf(f)
-	if api != v1alpha1.GPUAPIDRA {
-		return judged(statusSkip, []string{gpuAPIEvidence(f)}, "the node serves its GPUs through the device plugin; %s judges it", CheckDevicePlugin)
-	}
 	n := agentGPUs(f)
 	gpus := nodeGPUUUIDs(f.GPUNode)
 	pools := NodeGPUPools(f.Node.Name, gpus, f.Slices)
@@ -231,15 +227,4 @@ func gpuAPIEvidence(f KubernetesFacts) string {
 	label, ok := f.Node.Labels[v1alpha1.LabelGPUAPI]
 	return fmt.Sprintf("%s=%q (present: %t), status.gpuAPI=%q, %d ResourceSlices for the node: GPU API %s",
 		v1alpha1.LabelGPUAPI, label, ok, f.GPUNode.Status.GPUAPI, len(f.Slices), GPUAPIOf(f))
-}
-
-// onDevicePluginNode wraps a check of the device plugin: on a DRA node it skips
-// (kubernetes.dra judges the node).
-func onDevicePluginNode(check func(KubernetesFacts) verdict) func(KubernetesFacts) verdict {
-	return func(f KubernetesFacts) verdict {
-		if GPUAPIOf(f) == v1alpha1.GPUAPIDRA {
-			return judged(statusSkip, []string{gpuAPIEvidence(f)}, "the node serves its GPUs through DRA; %s judges it", CheckDRA)
-		}
-		return check(f)
-	}
 }

@@ -2,10 +2,10 @@ package acceptance
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -56,7 +56,6 @@ func unhealthy(f *KubernetesFacts, gpu int) {
 
 func TestTheDRACheck(t *testing.T) {
 	runL2Cases(t, CheckDRA, []l2Case{
-		{"a device-plugin node skips", keep, statusSkip, "through the device plugin; kubernetes.device-plugin judges it"},
 		{"a DRA node whose slice publishes every GPU untainted passes", dra(keep), statusPass, "8 GPUs published by gpu.gpunode.dev; device taints agree"},
 		{"gpunode's slice makes an unlabelled node a DRA node", func(f *KubernetesFacts) { onDRA(f); delete(f.Node.Labels, v1alpha1.LabelGPUAPI) },
 			statusPass, "8 GPUs published"},
@@ -99,16 +98,37 @@ func TestTheDRACheck(t *testing.T) {
 	})
 }
 
-func TestTheDevicePluginChecksAreNotAppliedOnADRANode(t *testing.T) {
-	for _, id := range []string{CheckAllocatable, CheckDevicePlugin} {
-		runL2Cases(t, id, []l2Case{
-			{"a DRA node skips " + id, dra(keep), statusSkip, "through DRA; kubernetes.dra judges it"},
-			{"a node labelled for the device plugin is judged by " + id + " even with gpunode's slice", func(f *KubernetesFacts) {
-				onDRA(f)
-				f.Node.Labels[v1alpha1.LabelGPUAPI] = v1alpha1.GPUAPIDevicePlugin
-				withGPUResources(f.Node, corev1.ResourceName("nvidia.com/gpu"), 8, 8)
-			}, map[string]v1alpha1.CheckStatus{CheckAllocatable: statusPass, CheckDevicePlugin: statusSkip}[id], map[string]string{
-				CheckAllocatable: "8 allocatable", CheckDevicePlugin: "no device-plugin pod on the node"}[id]},
+// applied lists the IDs of the checks KubernetesChecks applies to f.
+func applied(f KubernetesFacts) []string {
+	var out []string
+	for _, c := range KubernetesChecks(f) {
+		out = append(out, c.ID)
+	}
+	return out
+}
+
+func TestOneAPIsChecksAreAppliedToANode(t *testing.T) {
+	cases := []struct {
+		name   string
+		change func(f *KubernetesFacts)
+		want   []string
+	}{
+		{"a device-plugin node gets the device-plugin checks and not kubernetes.dra", keep,
+			[]string{CheckNodeReady, CheckAllocatable, CheckLabels, CheckKubelet, CheckTaints, CheckDevicePlugin}},
+		{"a DRA node gets kubernetes.dra and not the device-plugin checks", onDRA,
+			[]string{CheckNodeReady, CheckLabels, CheckKubelet, CheckTaints, CheckDRA}},
+		{"a node labelled for the device plugin gets its checks even with gpunode's slice", func(f *KubernetesFacts) {
+			onDRA(f)
+			f.Node.Labels[v1alpha1.LabelGPUAPI] = v1alpha1.GPUAPIDevicePlugin
+		}, []string{CheckNodeReady, CheckAllocatable, CheckLabels, CheckKubelet, CheckTaints, CheckDevicePlugin}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := KubernetesFacts{Node: kubeNode("node-a", 8), GPUNode: gpuNode("node-a", 8)}
+			tc.change(&f)
+			if got := applied(f); !slices.Equal(got, tc.want) {
+				t.Errorf("checks applied %q, want %q", got, tc.want)
+			}
 		})
 	}
 }
