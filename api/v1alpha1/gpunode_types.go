@@ -109,6 +109,11 @@ type GPUNodeStatus struct {
 	// Agent is the node agent's liveness: its heartbeat.
 	// +optional
 	Agent *AgentStatus `json:"agent,omitempty"`
+	// GPUAPI is how the agent serves the node's GPUs to pods (nvidia.com/gpu): through its
+	// device plugin or through DRA (the node label gpunode.dev/gpu-api picks it).
+	// +kubebuilder:validation:Enum=device-plugin;dra
+	// +optional
+	GPUAPI string `json:"gpuAPI,omitempty"`
 }
 
 // AgentStatus is the node agent's liveness, written by the agent alone (field manager

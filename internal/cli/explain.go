@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gpunode/gpunode/api/v1alpha1"
 	"github.com/gpunode/gpunode/internal/controller/acceptance"
@@ -17,6 +18,7 @@ import (
 type explainOptions struct {
 	kubeconfig string
 	json       bool
+	output     string
 }
 
 func newExplainCommand() *cobra.Command {
@@ -37,7 +39,8 @@ func newExplainNodeCommand() *cobra.Command {
 		Short: "Why a GPU node is held, by whom, since when, and what happens next",
 		Long: `Explain one GPU node: every owner's holds on its Node (oldest first), the fault its GPUs'
 health shows, what remediation is doing about it (the step in flight, the evidence bundle with
-its hash and path, the attempts so far), the fleet's budget and circuit breaker as they apply
+its hash and path, the attempts so far), the DeviceTaintRules its holds own on a DRA node
+(name, devices, effect, since), the fleet's budget and circuit breaker as they apply
 to it, and what happens next and when.
 
 It reads the GPUNode, its Node, the GPUNodePolicy that governs it (the built-in defaults
@@ -47,9 +50,12 @@ holds), and decides as the remediation controller does, with the same code
 disagree. It says whether the node's agent is lost (no heartbeat for the policy's
 agentLostAfter) as the acceptance controller decides it (acceptance.DecideAgent).
 
+-o json (or --json) and -o yaml print the same explanation as one object.
+
 Exit codes: 0 explained, 1 no such GPUNode (or it cannot be read), 2 bad usage.`,
 		Example: `  gpunode explain node gpu-017
-  gpunode explain node gpu-017 --json | jq .next`,
+  gpunode explain node gpu-017 --json | jq .next
+  gpunode explain node gpu-017 -o yaml`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runExplainNode(cmd.Context(), o, args[0], cmd.OutOrStdout())
@@ -57,7 +63,8 @@ Exit codes: 0 explained, 1 no such GPUNode (or it cannot be read), 2 bad usage.`
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the pod's service account)")
-	fs.BoolVar(&o.json, "json", false, "print the explanation as JSON")
+	fs.BoolVar(&o.json, "json", false, "print the explanation as JSON (-o json)")
+	fs.StringVarP(&o.output, "output", "o", "text", "output format: text, json or yaml")
 	return cmd
 }
 
@@ -80,11 +87,20 @@ type nodeExplanation struct {
 	BuiltInDefaults bool `json:"builtInDefaults,omitempty"`
 	// Agent is the node agent's liveness, decided as the acceptance controller does.
 	Agent agentExplanation `json:"agent"`
+	// DeviceTaintRules are the DeviceTaintRules the node's holds own (DRA).
+	DeviceTaintRules []deviceTaintExplanation `json:"deviceTaintRules,omitempty"`
 	// At is the time the explanation was decided at.
 	At time.Time `json:"at"`
 }
 
 func runExplainNode(ctx context.Context, o *explainOptions, name string, out io.Writer) error {
+	format := o.output
+	if o.json {
+		format = "json"
+	}
+	if format != "text" && format != "json" && format != "yaml" {
+		return usageErrorf("-o/--output %q: must be text, json or yaml", o.output)
+	}
 	c, err := cliClient(o.kubeconfig)
 	if err != nil {
 		return err
@@ -93,10 +109,18 @@ func runExplainNode(ctx context.Context, o *explainOptions, name string, out io.
 	if err != nil {
 		return err
 	}
-	if o.json {
+	switch format {
+	case "json":
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(e)
+	case "yaml":
+		b, err := yaml.Marshal(e)
+		if err != nil {
+			return fmt.Errorf("rendering the explanation of %s as YAML: %w", name, err)
+		}
+		_, err = out.Write(b)
+		return err
 	}
 	_, err = io.WriteString(out, e.String())
 	return err
@@ -113,6 +137,7 @@ func (e nodeExplanation) String() string {
 	}
 	s += fmt.Sprintf("pool: %s\n", pool)
 	s += e.Agent.String()
+	s += deviceTaintsText(e.DeviceTaintRules)
 	if e.StatusPhase != "" {
 		s += fmt.Sprintf("status phase: %s\n", e.StatusPhase)
 	}

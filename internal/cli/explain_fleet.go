@@ -117,6 +117,9 @@ func explainNode(ctx context.Context, c client.Client, name string, now time.Tim
 	if r := gn.Status.Remediation; r != nil {
 		out.Bundle = r.Evidence
 	}
+	if out.DeviceTaintRules, err = explainDeviceTaints(ctx, c, gn.Spec.NodeName); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 

@@ -21,6 +21,7 @@ import (
 var OwnedConditions = []string{
 	v1alpha1.ConditionPolicySelected, v1alpha1.ConditionAcceptanceRequested, v1alpha1.ConditionAccepted,
 	v1alpha1.ConditionKubernetesInventory, v1alpha1.ConditionAgentHeartbeat, v1alpha1.ConditionInService,
+	ConditionGPUAPI,
 }
 
 // ownedStatus is exactly the part of GPUNode status this controller owns: the lifecycle

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 
 	v1alpha1 "github.com/gpunode/gpunode/api/v1alpha1"
 	"github.com/gpunode/gpunode/internal/labels"
@@ -38,26 +39,38 @@ type KubernetesFacts struct {
 	GPUNode *v1alpha1.GPUNode
 	// Pods are the pods whose spec.nodeName is the Node's (others are ignored).
 	Pods []corev1.Pod
+	// Slices are the ResourceSlices published for the Node (DRA).
+	Slices []resourcev1.ResourceSlice
 }
 
 // KubernetesChecks runs every L2 check on f, in a fixed order, and returns the results in
 // the shape of an AcceptanceRecord's checks (layer "kubernetes"). It is pure.
+//
+// One API serves a node's GPUs (GPUAPIOf): the device-plugin checks (allocatable,
+// device-plugin) are not applied on a DRA node, nor kubernetes.dra on a device-plugin node.
 func KubernetesChecks(f KubernetesFacts) []v1alpha1.Check {
 	type check struct {
 		id, title, fix string
 		run            func(KubernetesFacts) verdict
+		api            string // "" for every node
 	}
 	checks := []check{
-		{CheckNodeReady, "the Node is Ready", "see the kubelet's log on the node and `kubectl describe node`", checkNodeReady},
+		{CheckNodeReady, "the Node is Ready", "see the kubelet's log on the node and `kubectl describe node`", checkNodeReady, ""},
 		{CheckAllocatable, "allocatable GPUs match the agent's inventory",
-			"check the device plugin on the node (its pod's log, the kubelet's device-plugins folder) and the nvidia.com/gpu.replicas label", checkAllocatable},
-		{CheckLabels, "discovery and platform labels applied", "check that the agent runs on the node and may patch its Node's labels", checkLabels},
-		{CheckKubelet, "kubelet version known", "the kubelet must report node info (status.nodeInfo)", checkKubelet},
-		{CheckTaints, "no foreign taint keeps GPU work off", "remove the taint, or make sure GPU workloads tolerate it", checkTaints},
-		{CheckDevicePlugin, "the device-plugin pod on the node is running", "see the device-plugin pod's events and log (NVIDIA's plugin, or gpunode's agent pod with --device-plugin); run only one of them", checkDevicePlugin},
+			"check the device plugin on the node (its pod's log, the kubelet's device-plugins folder) and the nvidia.com/gpu.replicas label", checkAllocatable, v1alpha1.GPUAPIDevicePlugin},
+		{CheckLabels, "discovery and platform labels applied", "check that the agent runs on the node and may patch its Node's labels", checkLabels, ""},
+		{CheckKubelet, "kubelet version known", "the kubelet must report node info (status.nodeInfo)", checkKubelet, ""},
+		{CheckTaints, "no foreign taint keeps GPU work off", "remove the taint, or make sure GPU workloads tolerate it", checkTaints, ""},
+		{CheckDevicePlugin, "the device-plugin pod on the node is running", "see the device-plugin pod's events and log (NVIDIA's plugin, or gpunode's agent pod with --device-plugin); run only one of them", checkDevicePlugin, v1alpha1.GPUAPIDevicePlugin},
+		{CheckDRA, "the node's GPUs are published through DRA, tainted as their health says",
+			"see the agent's log (--dra) and `kubectl get resourceslices --field-selector spec.nodeName=NODE -o yaml`", checkDRA, v1alpha1.GPUAPIDRA},
 	}
+	api := GPUAPIOf(f)
 	out := make([]v1alpha1.Check, 0, len(checks))
 	for _, c := range checks {
+		if c.api != "" && c.api != api {
+			continue
+		}
 		v := c.run(f)
 		res := v1alpha1.Check{ID: c.id, Layer: LayerKubernetes, Title: c.title, Status: v.status, Message: v.message}
 		if v.status != statusPass && v.status != statusSkip {

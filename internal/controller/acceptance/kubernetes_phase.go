@@ -22,6 +22,9 @@ const maxEventNote = 1024
 // podNodeNameField selects the pods bound to a Node (a field the API server indexes).
 const podNodeNameField = "spec.nodeName"
 
+// The RBAC layer L2 uses to read the node's DRA devices.
+// +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceslices,verbs=list
+
 // judgeKubernetes judges layer L2 of s's node with record, the answer to its request, and
 // folds the judgement into v (see KubernetesJudgement.Apply). The result is the condition
 // KubernetesInventory, an Event on the GPUNode when it changes, and, while a gating check
@@ -38,9 +41,13 @@ func (r *Reconciler) judgeKubernetes(ctx context.Context, s *scope, record *v1al
 	if err := r.Client.List(ctx, &pods, client.MatchingFields{podNodeNameField: s.node.Name}); err != nil {
 		return v, fmt.Errorf("list the pods on Node %q to judge layer kubernetes of GPUNode %q: %w", s.node.Name, s.gn.Name, err)
 	}
+	published, err := ListNodeSlices(ctx, r.Client, s.node.Name)
+	if err != nil {
+		return v, fmt.Errorf("judge layer kubernetes of GPUNode %q: %w", s.gn.Name, err)
+	}
 	j := KubernetesJudgement{
 		Record: record.Name, Gates: gates,
-		Checks: KubernetesChecks(KubernetesFacts{Node: s.node, GPUNode: s.gn, Pods: pods.Items}),
+		Checks: KubernetesChecks(KubernetesFacts{Node: s.node, GPUNode: s.gn, Pods: pods.Items, Slices: published}),
 	}
 	status, reason, msg := j.Condition()
 	if r.setCondition(s.gn, v1alpha1.ConditionKubernetesInventory, status, reason, msg) {

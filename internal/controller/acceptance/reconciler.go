@@ -201,7 +201,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		}
 	}()
 	phases := []func(context.Context, *scope) error{
-		r.loadNode, r.selectPolicy, r.liveness, r.evaluate, r.request, r.reflect,
+		r.loadNode, r.selectPolicy, r.liveness, r.evaluate, r.gpuAPISwitch, r.request, r.reflect,
 	}
 	for _, phase := range phases {
 		if err := phase(ctx, s); err != nil {

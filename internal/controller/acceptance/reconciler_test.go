@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
@@ -36,7 +37,7 @@ func startController(t *testing.T, options ...func(*Reconciler)) client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	uncached := client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Node{}, &corev1.Pod{}, &v1alpha1.AcceptanceRecord{}}}}
+	uncached := client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Node{}, &corev1.Pod{}, &v1alpha1.AcceptanceRecord{}, &resourcev1.ResourceSlice{}}}}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: s, Client: uncached, // as the controller's manager reads them (remediation.ClientOptions)
 		Metrics:                metricsserver.Options{BindAddress: "0"},

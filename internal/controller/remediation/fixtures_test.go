@@ -30,7 +30,7 @@ const sha = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 // harness drives the Reconciler pass by pass on a fake clock against the test API server,
 // and plays the agent.
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	c      client.Client
 	r      *Reconciler
 	clock  *clocktesting.FakePassiveClock
@@ -41,7 +41,7 @@ type harness struct {
 
 // newHarness creates a Node (labelled pool=name) with a GPUNode of gpus healthy GPUs, and
 // a policy for the pool with the given remediation settings.
-func newHarness(t *testing.T, name string, gpus int, rp v1alpha1.RemediationPolicy) *harness {
+func newHarness(t testing.TB, name string, gpus int, rp v1alpha1.RemediationPolicy) *harness {
 	t.Helper()
 	name = unique(name)
 	_, c := testenv.Start(t)

@@ -20,7 +20,7 @@ import (
 
 // runManager runs the Reconciler in a real manager (watches, cache, ClientOptions) until
 // the test ends.
-func runManager(t *testing.T) {
+func runManager(t testing.TB) {
 	t.Helper()
 	cfg, _ := testenv.Start(t)
 	s, err := testenv.Scheme()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -40,6 +41,8 @@ const conflictRetry = 200 * time.Millisecond
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=resource.k8s.io,resources=devicetaintrules,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceslices,verbs=get;list;watch
 
 // Reconciler isolates and recovers faulty GPU nodes: it maps each GPUNode into
 // remediation.Facts, decides over the whole fleet (budget, breakers), persists the
@@ -63,15 +66,21 @@ type Reconciler struct {
 	// DrainTimeout bounds the eviction one pass carries out for an evict-pods action (the
 	// decision asks again while pods remain); zero means 2 seconds.
 	DrainTimeout time.Duration
+	// NoDRA: write no DeviceTaintRule (SetupWithManager sets it when the API server does
+	// not serve them).
+	NoDRA bool
 }
 
 // ClientOptions are the manager's client options the Reconciler needs (a superset of the
 // acceptance reconciler's, whose AcceptanceRecords are read uncached too): Nodes and Pods
 // are read from the API server, not cached (a cluster's full Node and Pod objects are the
 // controller's largest memory cost). The budget reads the Nodes' metadata from the
-// metadata-only cache of the Node watch instead.
+// metadata-only cache of the Node watch instead. ResourceSlices are read from the API
+// server too, only for the nodes remediation holds (the watch is metadata only).
 func ClientOptions() client.Options {
-	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Node{}, &corev1.Pod{}, &v1alpha1.AcceptanceRecord{}}}}
+	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{
+		&corev1.Node{}, &corev1.Pod{}, &v1alpha1.AcceptanceRecord{}, &resourcev1.ResourceSlice{},
+	}}}
 }
 
 // SetupWithManager registers the Reconciler with mgr, with one worker: it watches GPUNodes,
@@ -97,14 +106,24 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.NodeMetadata == nil {
 		r.NodeMetadata = mgr.GetCache() // fed by the Node metadata watch below
 	}
-	err := ctrl.NewControllerManagedBy(mgr).
+	if !r.NoDRA {
+		serves, err := servesDRA(mgr)
+		if err != nil {
+			return fmt.Errorf("setting up the %s controller: %w", Name, err)
+		}
+		r.NoDRA = !serves
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		Watches(&v1alpha1.GPUNode{}, gpuNodeEvents()).
 		Watches(&v1alpha1.GPUNodePolicy{}, handler.EnqueueRequestsFromMapFunc(acceptance.EveryGPUNode(r.Client))).
-		WatchesMetadata(&corev1.Node{}, holdReleased(r.waitingInPool)).
-		Complete(r)
-	if err != nil {
+		WatchesMetadata(&corev1.Node{}, holdReleased(r.waitingInPool))
+	if !r.NoDRA { // a rule changed by hand is put back; a slice published late gets its rule
+		b = b.Watches(&resourcev1.DeviceTaintRule{}, ruleEvents()).
+			WatchesMetadata(&resourcev1.ResourceSlice{}, handler.EnqueueRequestsFromMapFunc(sliceNode))
+	}
+	if err := b.Complete(r); err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", Name, err)
 	}
 	return nil
@@ -143,8 +162,9 @@ func (r *Reconciler) pass(ctx context.Context, name string) (again bool, res ctr
 	if gn.DeletionTimestamp != nil {
 		return false, ctrl.Result{}, nil
 	}
-	if quiet(gn) {
-		return false, ctrl.Result{}, nil
+	if quiet(gn) { // no hold of remediation's: no DeviceTaintRule either
+		_, err := r.syncDeviceTaints(ctx, gn, remediation.Facts{}, nil)
+		return false, ctrl.Result{}, err
 	}
 	now := r.Clock.Now()
 	fl, err := r.loadFleet(ctx, gn)
@@ -170,6 +190,10 @@ func (r *Reconciler) pass(ctx context.Context, name string) (again bool, res ctr
 	if err != nil {
 		return false, ctrl.Result{}, err
 	}
+	unpublished, err := r.syncDeviceTaints(ctx, gn, facts, ScopeOf(facts, d))
+	if err != nil {
+		return false, ctrl.Result{}, err
+	}
 	if err := r.act(ctx, gn, d, fl.driverSelector()); err != nil {
 		return false, ctrl.Result{}, err
 	}
@@ -181,6 +205,9 @@ func (r *Reconciler) pass(ctx context.Context, name string) (again bool, res ctr
 		return true, ctrl.Result{}, nil
 	}
 	after := d.RequeueAfter(now)
+	if unpublished && (after == 0 || after > unpublishedRetry) {
+		after = unpublishedRetry
+	}
 	if inFlight || startedControllerStep(d) {
 		after = min(after, controllerStepPoll) // a reload-driver in progress is polled
 		if after == 0 {
