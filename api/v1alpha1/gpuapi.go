@@ -10,4 +10,6 @@ const (
 	// GPUAPIDevicePlugin and GPUAPIDRA are the values of LabelGPUAPI and status.gpuAPI.
 	GPUAPIDevicePlugin = "device-plugin"
 	GPUAPIDRA          = "dra"
+	// DRADriver is the DRA driver of gpunode's agent: its ResourceSlices and DeviceClasses.
+	DRADriver = "gpu.gpunode.dev"
 )

@@ -94,6 +94,9 @@ type Config struct {
 	// OnHealthChange is called (never blocking the caller for long) when a new finding may
 	// have changed a GPU's health: the device plugin pushes Unhealthy to the kubelet.
 	OnHealthChange func()
+	// GPUAPI is how this agent serves the node's GPUs to pods (v1alpha1.GPUAPIDevicePlugin or
+	// GPUAPIDRA), reported as status.gpuAPI; "" when it serves neither.
+	GPUAPI string
 	// Tool identifies the build in the records (default buildinfo.Get()).
 	Tool *buildinfo.Info
 	// NoWatch turns off watching the GPUNode for the controller's requests (a Client that

@@ -57,6 +57,7 @@ func (a *Agent) round(ctx context.Context) error {
 		a.parents.update(facts.GPU.Devices)
 		withUsage(&st, a.usageOf(ctx, facts.GPU.Devices))
 	}
+	st.GPUAPI = a.cfg.GPUAPI
 	st.LastAcceptance = a.last
 	st.RemediationAnswer = a.answer
 	st.Conditions = []metav1.Condition{a.conditionNow(healthCondition(facts, &st, gn.Generation))}

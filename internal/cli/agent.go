@@ -191,6 +191,12 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		Evidence:    o.remediation.evidence(node, plat, findingsOf(&a), pods),
 		Records:     &record.Store{Dir: filepath.Join(o.remediation.stateDir, "records")},
 	}
+	switch {
+	case draPlugin != nil:
+		cfg.GPUAPI = v1alpha1.GPUAPIDRA
+	case o.plugin.enabled:
+		cfg.GPUAPI = v1alpha1.GPUAPIDevicePlugin
+	}
 	if pods != nil { // a nil *Cache in the interface would not be nil
 		cfg.Pods = pods
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpunode/gpunode/api/v1alpha1"
 	"github.com/gpunode/gpunode/internal/cdispec"
 	"github.com/gpunode/gpunode/internal/dra"
 	"github.com/gpunode/gpunode/internal/labels"
@@ -21,8 +22,8 @@ import (
 
 // The values of the node label gpunode.dev/gpu-api.
 const (
-	gpuAPIDevicePlugin = "device-plugin"
-	gpuAPIDRA          = "dra"
+	gpuAPIDevicePlugin = v1alpha1.GPUAPIDevicePlugin
+	gpuAPIDRA          = v1alpha1.GPUAPIDRA
 )
 
 // draOptions are the agent's DRA plugin flags.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/dynamic-resource-allocation/deviceattribute"
 	"k8s.io/utils/ptr"
 
+	"github.com/gpunode/gpunode/api/v1alpha1"
 	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/health"
 )
@@ -22,7 +23,7 @@ import (
 // The contract's names.
 const (
 	// DriverName is the DRA driver's name, its attribute domain and DeviceClass prefix.
-	DriverName = "gpu.gpunode.dev"
+	DriverName = v1alpha1.DRADriver
 	// PluginDir is the plugin's data folder on the host: the DRA socket and the checkpoint.
 	PluginDir = "/var/lib/kubelet/plugins/" + DriverName
 	// RegistryDir is the kubelet's plugin registration folder.
@@ -30,7 +31,7 @@ const (
 	// TaintKey is the key of the device taints the plugin publishes from each GPU's health.
 	TaintKey = DriverName + "/health"
 	// GPUAPILabel on a Node picks the API the agent serves nvidia.com/gpu with there.
-	GPUAPILabel = "gpunode.dev/gpu-api"
+	GPUAPILabel = v1alpha1.LabelGPUAPI
 	// TypeGPU and TypeMIG are the values of the "type" attribute.
 	TypeGPU = "gpu"
 	TypeMIG = "mig"

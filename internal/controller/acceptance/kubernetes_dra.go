@@ -19,7 +19,7 @@ const CheckDRA = "kubernetes.dra"
 // DRA facts: gpunode's own driver, and the device attributes a GPU is known by (gpunode's
 // driver and NVIDIA's publish them in the driver's domain).
 const (
-	DriverGPUNode       = "gpu.gpunode.dev"
+	DriverGPUNode       = v1alpha1.DRADriver
 	AttributeType       = "type"
 	AttributeUUID       = "uuid"
 	AttributeParentUUID = "parentUUID"
