@@ -25,34 +25,22 @@ type Keeper struct {
 	// device nodes backed by /dev/null, and nothing is discovered under Root.
 	Simulated bool
 
+	source  *Source
 	written string // the key of the GPUs last written for
 }
 
 // Sync writes the spec for snap when its GPUs differ from the last spec written. It
 // reports whether it wrote; on error the next Sync tries again.
 func (k *Keeper) Sync(snap *gpu.Snapshot) (bool, error) {
-	var devs []gpu.Device
-	for _, d := range snap.Devices {
-		if d.UUID != "" && d.Err(gpu.FieldUUID) == nil {
-			devs = append(devs, d)
-		}
+	if k.source == nil {
+		k.source = &Source{Root: k.Root, Simulated: k.Simulated}
 	}
-	key := gpuKey(snap.Driver.Version, devs)
-	if key == k.written {
-		return false, nil
-	}
-	var h *Host
-	if k.Simulated {
-		h = SimulatedHost(devs)
-	} else {
-		var err error
-		if h, err = Discover(k.Root, snap.Driver.Version, devs); err != nil {
-			return false, err
-		}
-	}
-	s, err := Build(devs, h)
+	s, key, err := k.source.Spec(snap)
 	if err != nil {
 		return false, err
+	}
+	if key == k.written {
+		return false, nil
 	}
 	dir := k.Dir
 	if dir == "" {
@@ -64,7 +52,7 @@ func (k *Keeper) Sync(snap *gpu.Snapshot) (bool, error) {
 	}
 	k.written = key
 	if k.Log != nil {
-		k.Log.Info("cdi spec written", "logger", "cdispec", "path", path, "gpus", len(devs), "mounts", len(s.ContainerEdits.Mounts))
+		k.Log.Info("cdi spec written", "logger", "cdispec", "path", path, "gpus", len(k.source.gpus(snap)), "mounts", len(s.ContainerEdits.Mounts))
 	}
 	return true, nil
 }

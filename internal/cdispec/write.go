@@ -57,7 +57,7 @@ func Write(dir string, s *specs.Spec) (string, error) {
 }
 
 // RemoveStale removes the gpunode-owned spec files in dir other than keep ("" removes them
-// all). Files of other owners are never touched.
+// all). Files of other owners, and the DRA claims' specs (WriteClaim), are never touched.
 func RemoveStale(dir, keep string) error {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -70,7 +70,7 @@ func RemoveStale(dir, keep string) error {
 	for _, e := range entries {
 		n := e.Name()
 		spec := strings.HasSuffix(n, ".json") || strings.HasSuffix(n, ".yaml")
-		if n == keep || !strings.HasPrefix(n, ownerPrefix) || e.IsDir() || !spec {
+		if n == keep || !strings.HasPrefix(n, ownerPrefix) || strings.HasPrefix(n, claimPrefix) || e.IsDir() || !spec {
 			continue
 		}
 		if err := os.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -21,6 +21,7 @@ import (
 	"github.com/gpunode/gpunode/internal/accept"
 	"github.com/gpunode/gpunode/internal/agent"
 	"github.com/gpunode/gpunode/internal/deviceplugin"
+	"github.com/gpunode/gpunode/internal/dra"
 	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/host"
 	"github.com/gpunode/gpunode/internal/kmsg"
@@ -38,6 +39,7 @@ type agentOptions struct {
 	interval     time.Duration
 	labelMapping string
 	plugin       pluginOptions
+	dra          draOptions
 	remediation  remediationOptions
 	podSocket    string
 	health       healthOptions
@@ -95,6 +97,7 @@ The node name comes from --node-name or $NODE_NAME (the downward API's spec.node
 	fs.StringVar(&o.labelMapping, "label-mapping", "", "accelerator-class mapping YAML that extends or overrides the built-in one")
 	fs.StringVar(&o.podSocket, "pod-resources-socket", podresources.DefaultSocket, "the kubelet's pod-resources socket: the pods on each GPU in the GPUNode status and in evidence bundles (\"\" to disable; while it cannot be read the pods are left out)")
 	o.plugin.addFlags(fs)
+	o.dra.addFlags(fs)
 	o.remediation.addFlags(fs)
 	o.health.addFlags(fs)
 	o.metrics.addFlags(fs)
@@ -141,7 +144,14 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	var health *deviceplugin.MonitorSource
 	var a *agent.Agent
 	var sharing deviceplugin.Sharing
-	gfd := labels.Config{} // whole GPUs unless the agent's own device plugin shares them
+	gfd := labels.Config{}    // whole GPUs unless the agent's own device plugin shares them
+	var draPlugin *dra.Plugin // one API per node for nvidia.com/gpu: never both
+	if o.dra.enabled && o.dra.gpuAPI(ctx, c, node, log) == gpuAPIDRA {
+		o.plugin.enabled = false
+		if draPlugin, err = o.dra.plugin(o.kubeconfig, node, plat, mapping, func() []monitor.GPUHealth { return a.Health() }, log); err != nil {
+			return err
+		}
+	}
 	if o.plugin.enabled {
 		health = deviceplugin.NewMonitorSource(func() []monitor.GPUHealth { return a.Health() })
 		if sharing, err = o.plugin.sharing(ctx, c, node, log); err != nil {
@@ -149,13 +159,16 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		}
 		gfd = sharing.LabelConfig()
 	}
-	pods := o.podSource(&a, sharing, log)
+	pods := o.podSource(&a, sharing, draDevices(&draPlugin), log)
 	xids := metrics.NewXIDCounter()
 	cfg := agent.Config{
 		NodeName: node, Client: c, Backend: backend, Mapping: mapping, Labels: gfd, Interval: o.interval,
 		OnHealthChange: func() {
 			if health != nil {
 				health.Notify()
+			}
+			if draPlugin != nil {
+				draPlugin.Notify()
 			}
 		},
 		Host: func(devs []gpu.Device) (*host.Reader, error) {
@@ -195,12 +208,14 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		go func() { defer close(podsDone); pods.Run(podCtx) }()
 		defer func() { stopPods(); <-podsDone }()
 	}
-	if !o.plugin.enabled {
+	if !o.plugin.enabled && draPlugin == nil {
 		return a.Run(ctx)
 	}
-	runPlugins, err := o.plugin.start(ctx, plat, health, sharing, o.interval, log)
-	if err != nil {
-		return err
+	runPlugins := draPluginRun(draPlugin)
+	if o.plugin.enabled {
+		if runPlugins, err = o.plugin.start(ctx, plat, health, sharing, o.interval, log); err != nil {
+			return err
+		}
 	}
 	// The plugins stop with the agent, whichever way the agent's loop ends.
 	pluginCtx, stopPlugin := context.WithCancel(ctx)
@@ -217,7 +232,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 // *a knows it, and counts the resources NVIDIA's device plugin advertises plus those the
 // agent's own plugin renames under sharing. It does not fail on an absent socket: the
 // kubelet may come later, and the pods are left out of the status until it answers.
-func (o *agentOptions) podSource(a **agent.Agent, sharing deviceplugin.Sharing, log *slog.Logger) *podresources.Cache {
+func (o *agentOptions) podSource(a **agent.Agent, sharing deviceplugin.Sharing, draDevice podresources.DRADevice, log *slog.Logger) *podresources.Cache {
 	if o.podSocket == "" {
 		return nil
 	}
@@ -230,7 +245,7 @@ func (o *agentOptions) podSource(a **agent.Agent, sharing deviceplugin.Sharing, 
 	// Refreshed as often as the status is published, at most every DefaultRefresh (10 s).
 	return podresources.New(podresources.Options{Socket: o.podSocket, Log: log, ResourceNames: names,
 		Refresh:   min(o.interval, podresources.DefaultRefresh),
-		ParentGPU: func(id string) (string, bool) { return (*a).ParentGPU(id) }})
+		ParentGPU: func(id string) (string, bool) { return (*a).ParentGPU(id) }, DRADevice: draDevice})
 }
 
 // agentClient is a client that reads from the API server (no cache: the agent reads two

@@ -1,12 +1,11 @@
 package deviceplugin
 
 import (
-	"github.com/gpunode/gpunode/internal/health"
 	"github.com/gpunode/gpunode/internal/monitor"
 )
 
 // MonitorSource is a HealthSource over the health monitor: a GPU is unhealthy while its
-// state is health.Unhealthy (its causes require a GPU reset or more), and healthy again
+// state is not health.State.InService (its causes require a GPU reset or more), and healthy again
 // only when the health engine says so (after the recovery step and a passing check).
 // Call Notify from the monitor's OnFinding and wherever else the states change.
 type MonitorSource struct {
@@ -24,7 +23,7 @@ func (s *MonitorSource) Health() map[string]bool {
 	states := s.read()
 	out := make(map[string]bool, len(states))
 	for _, g := range states {
-		out[g.UUID] = g.Health != health.Unhealthy
+		out[g.UUID] = g.InService()
 	}
 	return out
 }

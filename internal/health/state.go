@@ -64,6 +64,12 @@ type State struct {
 	RecoveredAt time.Time    `json:"recoveredAt,omitzero"`
 }
 
+// InService reports whether the GPU may run work: every state but Unhealthy. A GPU leaves
+// service on a finding that needs a GPU reset or more, and comes back only when Next makes
+// it Healthy again (after the recovery step and a passing check). The device plugin's
+// Healthy/Unhealthy and the DRA plugin's device taints both follow it.
+func (s State) InService() bool { return s.Health != Unhealthy }
+
 // NewState is a Healthy GPU first seen at now.
 func NewState(now time.Time) State {
 	return State{Health: Healthy, Action: fault.ActionNone, Since: now}

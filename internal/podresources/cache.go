@@ -42,6 +42,10 @@ type Options struct {
 	// map a device plugin's index IDs ("0") to UUIDs. Devices it maps are filed under
 	// both IDs; ok false or a nil ParentGPU file a device under its own ID only.
 	ParentGPU func(deviceID string) (gpuUUID string, ok bool)
+	// DRADevice, when set, attributes the devices of the containers' DRA claims (the
+	// kubelet lists them as dynamic resources) by the ID it gives them; ResourceNames
+	// does not apply to them.
+	DRADevice DRADevice
 	// Log receives one line per change of availability (slog.Default()).
 	Log *slog.Logger
 	// Clock tells the time for Stats and KeepStale (time.Now).
@@ -170,7 +174,7 @@ func (c *Cache) Refresh(ctx context.Context) error {
 	prev := c.snap.Load()
 	next := &snapshot{stats: Stats{LastAttempt: now, LastSuccess: prev.stats.LastSuccess}}
 	if err == nil {
-		byDevice, n := index(pods, c.match, c.opt.ParentGPU)
+		byDevice, n := index(pods, c.match, c.opt.ParentGPU, c.opt.DRADevice)
 		next.byDevice = byDevice
 		next.stats.LastSuccess = now
 		next.stats.Pods, next.stats.Devices = n, len(byDevice)

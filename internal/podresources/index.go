@@ -98,8 +98,9 @@ func keys(raw string, parent func(string) (string, bool)) (id, gpu string) {
 
 // index maps each device ID (and each MIG device's parent GPU) to the containers holding
 // it, sorted and without duplicates, and counts the pods that hold any matched device.
-// Devices of resources m does not match are ignored.
-func index(pods []*podresourcesv1.PodResources, m matcher, parent func(string) (string, bool)) (map[string][]Pod, int) {
+// Devices of resources m does not match are ignored. The devices of a container's DRA
+// claims are attributed by the ID dra gives them (nil: DRA claims are ignored).
+func index(pods []*podresourcesv1.PodResources, m matcher, parent func(string) (string, bool), dra DRADevice) (map[string][]Pod, int) {
 	byDevice := map[string][]Pod{}
 	attributed := 0
 	for _, p := range pods {
@@ -119,6 +120,23 @@ func index(pods []*podresourcesv1.PodResources, m matcher, parent func(string) (
 					held = true
 				}
 			}
+			if dra == nil {
+				continue
+			}
+			for _, dr := range c.GetDynamicResources() {
+				for _, cr := range dr.GetClaimResources() {
+					raw, ok := dra(cr.GetDriverName(), cr.GetPoolName(), cr.GetDeviceName())
+					if !ok {
+						continue
+					}
+					id, gpu := keys(raw, parent)
+					byDevice[id] = appendNew(byDevice[id], who)
+					if gpu != "" {
+						byDevice[gpu] = appendNew(byDevice[gpu], who)
+					}
+					held = true
+				}
+			}
 		}
 		if held {
 			attributed++
@@ -130,6 +148,10 @@ func index(pods []*podresourcesv1.PodResources, m matcher, parent func(string) (
 	}
 	return byDevice, attributed
 }
+
+// DRADevice names the device ID (a GPU's or MIG device's UUID) of a device a DRA claim
+// was allocated, by its driver, pool and name; false for a device not attributed.
+type DRADevice func(driver, pool, device string) (id string, ok bool)
 
 func appendNew(ps []Pod, p Pod) []Pod {
 	if slices.Contains(ps, p) {
