@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -54,17 +55,25 @@ func draControlPlane(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() {
-		// Force: no kubelet runs on the check's node to finish the pod's deletion.
-		_, _ = inCluster(t.Context(), "kubectl", "delete", "pod", "-n", "default", "dra-check", "--ignore-not-found", "--force", "--grace-period=0")
-		_, _ = inCluster(t.Context(), "kubectl", "delete", "node", checkNode, "--ignore-not-found")
-		_, _ = inCluster(t.Context(), "kubectl", "delete", "-n", "default", "resourceclaimtemplate", "dra-check", "--ignore-not-found")
-		_, _ = inCluster(t.Context(), "kubectl", "delete", "devicetaintrule", "dra-check", "--ignore-not-found")
-		_, _ = inCluster(t.Context(), "kubectl", "delete", "resourceslice", "dra-check", "--ignore-not-found")
-		_, _ = inCluster(t.Context(), "kubectl", "delete", "deviceclass", checkDriver, "--ignore-not-found")
+		// t.Context() is done by now. Force: no kubelet runs on the check's node to finish the
+		// pod's deletion.
+		ctx := context.Background()
+		for _, del := range [][]string{
+			{"pod", "-n", "default", "dra-check", "--force", "--grace-period=0"}, {"node", checkNode},
+			{"resourceclaimtemplate", "-n", "default", "dra-check"}, {"devicetaintrule", "dra-check"},
+			{"resourceslice", "dra-check"}, {"deviceclass", checkDriver},
+		} {
+			if _, err := inCluster(ctx, "kubectl", append(append([]string{"delete"}, del...), "--ignore-not-found")...); err != nil {
+				t.Errorf("cleaning up the DRA check: %v", err)
+			}
+		}
 	})
 	apply(t, fmt.Sprintf(`apiVersion: v1
 kind: Node
 metadata: {name: %[2]s, labels: {kubernetes.io/hostname: %[2]s}}
+spec:
+  unschedulable: true
+  taints: [{key: gpunode.dev/cluster-check, effect: NoSchedule}]
 status:
   capacity: {cpu: "1", memory: 1Gi, pods: "10"}
   allocatable: {cpu: "1", memory: 1Gi, pods: "10"}
@@ -92,7 +101,9 @@ spec:
     devices:
       requests: [{name: dev, exactly: {deviceClassName: %[1]s}}]
 `, checkDriver, checkNode))
-	apply(t, claimPod("dra-check", "dra-check", fmt.Sprintf(`"nodeSelector":{"kubernetes.io/hostname":%q},"tolerations":[{"operator":"Exists"}]`, checkNode)))
+	apply(t, claimPod("dra-check", "dra-check", fmt.Sprintf(`"nodeSelector":{"kubernetes.io/hostname":%q},"tolerations":[`+
+		`{"key":"gpunode.dev/cluster-check","operator":"Exists"},{"key":"node.kubernetes.io/unschedulable","operator":"Exists"},`+
+		`{"key":"node.kubernetes.io/not-ready","operator":"Exists"},{"key":"node.kubernetes.io/unreachable","operator":"Exists"}]`, checkNode)))
 	claim := waitAllocated(t, "dra-check", "dev-0")
 	if r := claim.Status.Allocation.Devices.Results[0]; r.Driver != checkDriver || r.Pool != checkNode {
 		t.Fatalf("claim %s allocated %+v, want the device of %s", claim.Name, claim.Status.Allocation.Devices.Results, checkDriver)
