@@ -19,7 +19,7 @@ type installMode struct {
 
 // installModes are every install mode the chart's tests render: these, the simulated GPUs'
 // (sim_test.go) and the optional values' (extras_test.go).
-var installModes = slices.Concat(coreModes, simModes, extraModes)
+var installModes = slices.Concat(coreModes, simModes, extraModes, draModes)
 
 var coreModes = []installMode{
 	{"the defaults install the agent serving the metrics, the controller and the admission policy for a pre-installed driver", ``,
