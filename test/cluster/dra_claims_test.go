@@ -172,6 +172,30 @@ func draClaimPod(t *testing.T) {
 	}
 	waitRunning(t, "dra-one")
 	checkInjected(t, "dra-one", res.Device)
+	// The agent attributes the pod to the GPU of its claim (the kubelet's pod-resources API
+	// lists DRA claims' devices): in the GPUNode status and on its metrics.
+	index := strings.TrimPrefix(res.Device, "gpu-")
+	waitFor(t, "default/dra-one on GPU "+index+" in the GPUNode status", settle, func() (bool, string) {
+		gn := gpuNode(t)
+		for _, g := range gn.Status.GPUHealth {
+			if fmt.Sprint(g.Index) == index {
+				return slices.Contains(g.Pods, "default/dra-one"), fmt.Sprintf("GPU %d pods %v", g.Index, g.Pods)
+			}
+		}
+		return false, fmt.Sprintf("no GPU %s in gpuHealth (pods %v)", index, podsOf(gn))
+	})
+	waitFor(t, "the agent's DCGM series of GPU "+index+" labelled with pod dra-one", settle, func() (bool, string) {
+		out, err := agentMetrics(t, agentPod(t).Name)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, l := range trimLines(out) {
+			if strings.HasPrefix(l, "DCGM_FI_DEV_GPU_TEMP{") && strings.Contains(l, `gpu="`+index+`"`) && strings.Contains(l, `pod="dra-one"`) {
+				return true, ""
+			}
+		}
+		return false, "no DCGM_FI_DEV_GPU_TEMP series of GPU " + index + " with pod=\"dra-one\""
+	})
 	// The claim's CDI spec, named by the claim's UID, in the runtime's CDI folder.
 	out := nodeCDISpecs(t)
 	if !strings.Contains(out, string(claim.UID)) {
