@@ -17,11 +17,31 @@ const healthTaint = "gpu.gpunode.dev/health"
 // steps below do), so that only the device's own taints keep it from a GPU.
 const tolerateHolds = `"tolerations":[{"key":"gpunode.dev/unschedulable","operator":"Exists"},{"key":"gpunode.dev/not-accepted","operator":"Exists"}]`
 
-// setRemediation turns the ladder of the node's policy off (a fault then stays until it is
-// turned on again) or on.
+// draPolicy governs the node during the taint steps: its ladder may reset a GPU and reboot
+// the node as often as the steps inject (the node's own policy backs a step off for minutes
+// after it ran, and the steps before these ran it), with the whole pool as its budget.
+const draPolicy = `apiVersion: gpunode.dev/v1alpha1
+kind: GPUNodePolicy
+metadata:
+  name: dra-taints
+spec:
+  priority: 100
+  nodeSelector:
+    matchLabels:
+      kubernetes.io/hostname: gpu-node-1
+  remediation:
+    steps:
+      - {step: reset-gpu, maxAttempts: 10, window: 10s, backoff: 1s}
+      - {step: reboot-node, maxAttempts: 10, window: 10s, backoff: 1s}
+    budget: {maxUnavailable: "100%"}
+    breaker: {threshold: "100%"}
+`
+
+// setRemediation turns the ladder of the taint steps' policy off (a fault then stays until
+// it is turned on again) or on.
 func setRemediation(t *testing.T, on bool) {
 	t.Helper()
-	kubectl(t, "patch", "gpunodepolicy", "h100-nodes", "--type", "merge",
+	kubectl(t, "patch", "gpunodepolicy", "dra-taints", "--type", "merge",
 		"-p", fmt.Sprintf(`{"spec":{"remediation":{"disabled":%t}}}`, !on))
 }
 
@@ -96,7 +116,7 @@ func freeDevice(t *testing.T) (string, int) {
 // the taint is lifted and the waiting pod gets the GPU.
 func draNoSchedule(t *testing.T) {
 	needDRA(t, true)
-	runDocs(t, "first-policy")
+	apply(t, draPolicy)
 	device, index := freeDevice(t)
 	setRemediation(t, false)
 	injectXID(t, index, 48)
@@ -158,6 +178,9 @@ func draNoExecute(t *testing.T) {
 	})
 	setRemediation(t, true)
 	waitDeviceTaint(t, device, "")
+	waitInService(t)
+	// The node's own policy governs it again.
+	kubectl(t, "delete", "gpunodepolicy", "dra-taints")
 	waitInService(t)
 }
 
