@@ -86,15 +86,17 @@ func (w *sliceWatch) firstTainted(device string) time.Time {
 }
 
 // TestMeasureFaultToDeviceTaint switches the release to DRA and injects an XID
-// (GPUNODE_MEASURE_XID, default 79) into a simulated GPU through the agent's control socket,
-// GPUNODE_MEASURE_INJECTIONS times (default 100) or until GPUNODE_MEASURE_DURATION (default
-// 3m) has passed, cycling over the 8 GPUs, and times each injection to the first version of
-// the node's ResourceSlice, seen through a watch, whose device carries the health taint.
-// Between injections the ladder recovers the GPU and the taint is lifted.
+// (GPUNODE_MEASURE_XID, default 48: a GPU reset) into the simulated GPUs through the agent's
+// control socket and times each injection to the first version of the node's ResourceSlice,
+// seen through a watch, whose device carries the health taint. It injects in rounds, one
+// injection per GPU with the ladder off, then turns the ladder on and waits for it to
+// recover every GPU and lift the taints; it stops after GPUNODE_MEASURE_INJECTIONS
+// injections (default 100) or at the end of the round that passes GPUNODE_MEASURE_DURATION
+// (default 3m).
 func TestMeasureFaultToDeviceTaint(t *testing.T) {
 	measuring(t)
 	needDRA(t, false)
-	n, xid, budget := 100, 79, 3*time.Minute
+	n, xid, budget := 100, 48, 3*time.Minute
 	if v, err := strconv.Atoi(os.Getenv("GPUNODE_MEASURE_INJECTIONS")); err == nil {
 		n = v
 	}
@@ -108,31 +110,40 @@ func TestMeasureFaultToDeviceTaint(t *testing.T) {
 	if _, err := inClusterStdin(t.Context(), measurePolicy, "kubectl", "apply", "-f", "-"); err != nil {
 		t.Fatal(err)
 	}
+	const policy = "measure-fault-to-hold"
+	gpus := len(gpuNode(t).Status.Inventory.GPUs)
 	socket := filepath.Join(env.state, "var-lib/gpunode/sim.sock")
 	var lat []float64
 	start := time.Now()
-	for i := 0; i < n && time.Since(start) < budget; i++ {
-		device := fmt.Sprintf("gpu-%d", i%8)
+	for round := 0; len(lat) < n && time.Since(start) < budget; round++ {
+		setRemediation(t, policy, true)
 		waitInService(t)
-		waitDeviceTaint(t, device, "")
+		for i := range gpus {
+			waitDeviceTaint(t, fmt.Sprintf("gpu-%d", i), "")
+		}
+		setRemediation(t, policy, false)
 		w := watchSlices(t)
 		waitFor(t, "the watch's first version", settle, func() (bool, string) { return w.versions() > 0, "none yet" })
-		if !w.firstTainted(device).IsZero() {
-			t.Fatalf("injection %d: device %s tainted before the fault", i, device)
+		for i := 0; i < gpus && len(lat) < n; i++ {
+			device := fmt.Sprintf("gpu-%d", i)
+			if !w.firstTainted(device).IsZero() {
+				t.Fatalf("round %d: device %s tainted before its fault", round, device)
+			}
+			t0 := time.Now()
+			req := simfleet.InjectRequest{Node: nodeName, Fault: simfleet.Fault{GPU: i, Type: "xid", XID: xid}}
+			if _, err := simfleet.InjectAt(t.Context(), socket, req); err != nil {
+				t.Fatalf("round %d, GPU %d: %v", round, i, err)
+			}
+			var tainted time.Time
+			waitFor(t, fmt.Sprintf("round %d: device %s tainted", round, device), settle, func() (bool, string) {
+				tainted = w.firstTainted(device)
+				return !tainted.IsZero(), "not tainted yet"
+			})
+			lat = append(lat, float64(tainted.Sub(t0).Microseconds())/1000)
 		}
-		t0 := time.Now()
-		req := simfleet.InjectRequest{Node: nodeName, Fault: simfleet.Fault{GPU: i % 8, Type: "xid", XID: xid}}
-		if _, err := simfleet.InjectAt(t.Context(), socket, req); err != nil {
-			t.Fatalf("injection %d: %v", i, err)
-		}
-		var tainted time.Time
-		waitFor(t, fmt.Sprintf("injection %d: device %s tainted", i, device), settle, func() (bool, string) {
-			tainted = w.firstTainted(device)
-			return !tainted.IsZero(), "not tainted yet"
-		})
 		w.close()
-		lat = append(lat, float64(tainted.Sub(t0).Microseconds())/1000)
 	}
+	setRemediation(t, policy, true)
 	slices.Sort(lat)
 	q := func(p float64) float64 { return lat[int(math.Ceil(p*float64(len(lat))))-1] }
 	t.Logf("BENCH cluster-fault-to-device-taint xid=%d injections=%d over_s=%.0f p50_ms=%.1f p99_ms=%.1f max_ms=%.1f min_ms=%.1f",

@@ -37,11 +37,11 @@ spec:
     breaker: {threshold: "100%"}
 `
 
-// setRemediation turns the ladder of the taint steps' policy off (a fault then stays until
-// it is turned on again) or on.
-func setRemediation(t *testing.T, on bool) {
+// setRemediation turns the ladder of the policy off (a fault then stays until it is turned
+// on again) or on.
+func setRemediation(t *testing.T, policy string, on bool) {
 	t.Helper()
-	kubectl(t, "patch", "gpunodepolicy", "dra-taints", "--type", "merge",
+	kubectl(t, "patch", "gpunodepolicy", policy, "--type", "merge",
 		"-p", fmt.Sprintf(`{"spec":{"remediation":{"disabled":%t}}}`, !on))
 }
 
@@ -118,7 +118,7 @@ func draNoSchedule(t *testing.T) {
 	needDRA(t, true)
 	apply(t, draPolicy)
 	device, index := freeDevice(t)
-	setRemediation(t, false)
+	setRemediation(t, "dra-taints", false)
 	injectXID(t, index, 48)
 	waitDeviceTaint(t, device, resourcev1.DeviceTaintEffectNoSchedule, "NeedsReset")
 	apply(t, gpuTemplate("pinned-gpu", fmt.Sprintf(`device.attributes["%s"].index == %d`, draDriver, index)))
@@ -138,7 +138,7 @@ func draNoSchedule(t *testing.T) {
 	if held := claimedDevices(t); slices.Contains(held, device) {
 		t.Fatalf("device %s, tainted NoSchedule, was allocated (claimed devices %v)", device, held)
 	}
-	setRemediation(t, true)
+	setRemediation(t, "dra-taints", true)
 	waitDeviceTaint(t, device, "")
 	waitAllocated(t, "dra-pinned", device)
 	waitRunning(t, "dra-pinned")
@@ -154,7 +154,7 @@ func draNoSchedule(t *testing.T) {
 func draNoExecute(t *testing.T) {
 	needDRA(t, true)
 	helmUpgrade(t, "--set", "agent.dra.evict=true")
-	setRemediation(t, false)
+	setRemediation(t, "dra-taints", false)
 	apply(t, claimPod("dra-evicted", "one-gpu", tolerateHolds))
 	claim := waitAllocated(t, "dra-evicted", "")
 	device := claim.Status.Allocation.Devices.Results[0].Device
@@ -176,7 +176,7 @@ func draNoExecute(t *testing.T) {
 		}
 		return !strings.Contains(out, string(claim.UID)), "CDI specs: " + strings.Join(trimLines(out), " ")
 	})
-	setRemediation(t, true)
+	setRemediation(t, "dra-taints", true)
 	waitDeviceTaint(t, device, "")
 	waitInService(t)
 	// The node's own policy governs it again.
