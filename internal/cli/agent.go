@@ -80,6 +80,11 @@ monitor, so a recovery the agent records shows at the next scrape. /healthz and 
 the GPUs. On simulated GPUs (--sim) faults are injected through --sim-control-socket with
 'gpunode sim inject NODE --socket PATH'.
 
+With --dra the agent runs the kubelet DRA plugin of the driver gpu.gpunode.dev instead of
+its device plugin (unless the node's label gpunode.dev/gpu-api is device-plugin): the node's
+GPUs in a ResourceSlice with each GPU's health as a device taint, claims prepared into CDI
+specs and checkpointed under --dra-plugin-dir.
+
 The node name comes from --node-name or $NODE_NAME (the downward API's spec.nodeName).`,
 		Example: `  # in the DaemonSet (NODE_NAME from the downward API, in-cluster credentials)
   gpunode agent --host-root /host

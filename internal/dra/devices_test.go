@@ -20,7 +20,7 @@ import (
 	"github.com/gpunode/gpunode/internal/labels"
 )
 
-func snapshotOf(t *testing.T, b gpu.Backend) *gpu.Snapshot {
+func snapshotOf(t testing.TB, b gpu.Backend) *gpu.Snapshot {
 	t.Helper()
 	t.Cleanup(func() { _ = b.Close() })
 	s, err := b.Snapshot(context.Background())

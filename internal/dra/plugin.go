@@ -28,10 +28,6 @@ import (
 // DefaultResync is how often the slice is recomputed without a health change.
 const DefaultResync = 10 * time.Second
 
-// healthResend is how often the health stream repeats an unchanged report: the kubelet
-// takes a device's health as unknown after 30 s without one.
-const healthResend = 10 * time.Second
-
 // Config is a plugin's wiring.
 type Config struct {
 	// NodeName is the node, and the name of the pool its devices are published in.
@@ -289,42 +285,4 @@ func (p *Plugin) HandleError(_ context.Context, err error, msg string) {
 	if fail != nil {
 		fail(fmt.Errorf("dra plugin: %s: %w", msg, err))
 	}
-}
-
-// WatchHealthStatus implements kubeletplugin.DRAPlugin: every device's health now, then
-// again at each change and every healthResend, until ctx ends.
-func (p *Plugin) WatchHealthStatus(ctx context.Context, reports chan<- kubeletplugin.DeviceHealthReport) error {
-	tick := time.NewTicker(healthResend)
-	defer tick.Stop()
-	for {
-		p.mu.Lock()
-		rep, gen := HealthReport(p.cfg.NodeName, p.inv, time.Now()), p.gen
-		p.mu.Unlock()
-		select {
-		case <-ctx.Done():
-			return nil
-		case reports <- rep:
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-gen:
-		case <-tick.C:
-		}
-	}
-}
-
-// HealthReport is the health of every device of inv: Unhealthy with the taint's reason
-// while tainted, else Healthy.
-func HealthReport(pool string, inv Inventory, now time.Time) kubeletplugin.DeviceHealthReport {
-	rep := kubeletplugin.DeviceHealthReport{}
-	for _, d := range inv.Devices {
-		e := inv.Entries[d.Name]
-		h := kubeletplugin.DeviceHealth{PoolName: pool, DeviceName: d.Name, Health: kubeletplugin.HealthStatusHealthy, LastUpdated: now}
-		if e.Taint != nil {
-			h.Health, h.Message = kubeletplugin.HealthStatusUnhealthy, e.Message
-		}
-		rep.Devices = append(rep.Devices, h)
-	}
-	return rep
 }

@@ -64,7 +64,7 @@ type env struct {
 	health      *states
 }
 
-func newEnv(t *testing.T, preset string) *env {
+func newEnv(t testing.TB, preset string) *env {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "dra")
 	if err != nil {
@@ -81,7 +81,7 @@ func newEnv(t *testing.T, preset string) *env {
 }
 
 // start runs a plugin over the env's dirs until the test ends or stop is called.
-func (e *env) start(t *testing.T, client kubernetes.Interface) (p *dra.Plugin, stop func()) {
+func (e *env) start(t testing.TB, client kubernetes.Interface) (p *dra.Plugin, stop func()) {
 	t.Helper()
 	p, err := dra.New(dra.Config{NodeName: node, Client: client, Backend: e.backend, Health: e.health.read,
 		Simulated: true, PluginDir: filepath.Join(e.dir, "plugin"), RegistryDir: filepath.Join(e.dir, "reg"), CDIDir: e.cdiDir})
@@ -112,7 +112,7 @@ func (e *env) start(t *testing.T, client kubernetes.Interface) (p *dra.Plugin, s
 }
 
 // conn dials the plugin's DRA socket as the kubelet does.
-func (e *env) conn(t *testing.T) *grpc.ClientConn {
+func (e *env) conn(t testing.TB) *grpc.ClientConn {
 	t.Helper()
 	conn, err := grpc.NewClient("unix://"+filepath.Join(e.dir, "plugin", "dra.sock"), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -123,18 +123,21 @@ func (e *env) conn(t *testing.T) *grpc.ClientConn {
 }
 
 // waitFor polls cond until it holds; the test's deadline bounds it.
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	for !cond() {
-		if dl, ok := t.Deadline(); ok && time.Until(dl) < time.Second {
+		if dl, ok := t.(interface{ Deadline() (time.Time, bool) }); ok && deadlineNear(dl.Deadline()) {
 			t.Fatalf("gave up waiting for %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 }
 
+// deadlineNear: less than a second left before the test's deadline.
+func deadlineNear(dl time.Time, ok bool) bool { return ok && time.Until(dl) < time.Second }
+
 // claim is an allocated claim of devices of this node's pool, stored in the fake API.
-func (e *env) claim(t *testing.T, name string, admin bool, devices ...string) *drapbv1.Claim {
+func (e *env) claim(t testing.TB, name string, admin bool, devices ...string) *drapbv1.Claim {
 	t.Helper()
 	c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: name, UID: types.UID("uid-" + name)}}
 	alloc := &resourceapi.AllocationResult{}
@@ -152,7 +155,7 @@ func (e *env) claim(t *testing.T, name string, admin bool, devices ...string) *d
 	return &drapbv1.Claim{Namespace: "team", Name: name, Uid: string(c.UID)}
 }
 
-func prepare(t *testing.T, conn *grpc.ClientConn, claims ...*drapbv1.Claim) map[string]*drapbv1.NodePrepareResourceResponse {
+func prepare(t testing.TB, conn *grpc.ClientConn, claims ...*drapbv1.Claim) map[string]*drapbv1.NodePrepareResourceResponse {
 	t.Helper()
 	resp, err := drapbv1.NewDRAPluginClient(conn).NodePrepareResources(context.Background(), &drapbv1.NodePrepareResourcesRequest{Claims: claims})
 	if err != nil {
@@ -241,6 +244,21 @@ func TestPrepareOverTheKubeletSocket(t *testing.T) {
 		res := prepare(t, conn, &drapbv1.Claim{Namespace: "team", Name: "opaque", Uid: "uid-opaque"})["uid-opaque"]
 		if !strings.Contains(res.GetError(), "opaque configuration") {
 			t.Fatalf("error %q", res.GetError())
+		}
+	})
+	t.Run("a claim with no device of this driver is prepared with none and no spec", func(t *testing.T) {
+		c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "nic", UID: "uid-nic"}}
+		c.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{
+			Results: []resourceapi.DeviceRequestAllocationResult{{Request: "nic", Driver: "net.example.com", Pool: node, Device: "eth0"}}}}
+		if _, err := e.client.ResourceV1().ResourceClaims("team").Create(context.Background(), c, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		res := prepare(t, conn, &drapbv1.Claim{Namespace: "team", Name: "nic", Uid: "uid-nic"})["uid-nic"]
+		if res.GetError() != "" || len(res.GetDevices()) != 0 {
+			t.Fatalf("claim nic: %v", res)
+		}
+		if _, err := os.Stat(filepath.Join(e.cdiDir, cdispec.ClaimFileName("uid-nic"))); err == nil {
+			t.Error("a claim without devices of this driver got a CDI spec")
 		}
 	})
 	t.Run("unprepare removes the spec and frees the device; a second unprepare is no error", func(t *testing.T) {

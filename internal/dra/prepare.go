@@ -71,7 +71,7 @@ func (p *Preparer) Prepare(ctx context.Context, claims []*resourceapi.ResourceCl
 			continue
 		}
 		devs, err := p.resolve(c, inv, cp)
-		if err == nil {
+		if err == nil && len(devs) > 0 { // a claim with none of this driver's devices needs no spec
 			err = p.writeSpec(base, uid, devs)
 		}
 		if err != nil {
@@ -144,17 +144,6 @@ func (p *Preparer) Clean() error {
 	return errors.Join(errs...)
 }
 
-// Prepared is the checkpoint's claims now.
-func (p *Preparer) Prepared() (map[string]PreparedClaim, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	cp, err := readCheckpoint(p.Dir)
-	if err != nil {
-		return nil, err
-	}
-	return cp.Claims, nil
-}
-
 // resolve checks a new claim's allocation against the node's devices and the checkpoint.
 func (p *Preparer) resolve(c *resourceapi.ResourceClaim, inv Inventory, cp *Checkpoint) ([]PreparedDevice, error) {
 	ref := c.Namespace + "/" + c.Name
@@ -212,6 +201,9 @@ func (p *Preparer) writeSpec(base *specs.Spec, uid string, devs []PreparedDevice
 
 // ensureSpec rewrites a prepared claim's spec when its file is gone (a cleaned CDI folder).
 func (p *Preparer) ensureSpec(base *specs.Spec, curErr error, uid string, devs []PreparedDevice) error {
+	if len(devs) == 0 {
+		return nil
+	}
 	if _, err := os.Stat(filepath.Join(p.CDIDir, cdispec.ClaimFileName(uid))); err == nil {
 		return nil
 	}
