@@ -214,6 +214,10 @@ start kube-apiserver "$B/kube-apiserver" --etcd-servers http://127.0.0.1:2379 \
   --kubelet-client-certificate "$pki/apiserver-kubelet-client.crt" --kubelet-client-key "$pki/apiserver-kubelet-client.key" \
   --kubelet-preferred-address-types InternalIP
 wait_for "the API server" 180 kc get --raw /readyz
+# DRA (docs/dra.md) needs no flag here: Kubernetes 1.37 serves resource.k8s.io/v1 and runs the
+# controller-manager's resourceclaim and device-taint-eviction controllers, the scheduler's
+# DynamicResources plugin and the kubelet's DRA manager by default, and containerd 2.x
+# resolves CDI devices from cdi_spec_dirs. test/cluster's first DRA step checks them.
 start kube-controller-manager "$B/kube-controller-manager" --kubeconfig "$STATE/controller-manager.kubeconfig" \
   --authentication-kubeconfig "$STATE/controller-manager.kubeconfig" --authorization-kubeconfig "$STATE/controller-manager.kubeconfig" \
   --bind-address 127.0.0.1 --leader-elect=false --use-service-account-credentials \
