@@ -99,6 +99,9 @@ func (r *Reconciler) evaluate(ctx context.Context, s *scope) error {
 		}
 		return nil
 	}
+	if err := r.restoreOwned(ctx, s, v1alpha1.HoldOwnerAcceptance); err != nil {
+		return err
+	}
 	if err := ops.Hold(ctx, s.node.Name, v1alpha1.HoldOwnerAcceptance, v.Message); err != nil {
 		return fmt.Errorf("keep GPUNode %q held: %w", gn.Name, err)
 	}
