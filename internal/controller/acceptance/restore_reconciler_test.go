@@ -168,3 +168,31 @@ func TestAnAcceptanceHoldReleasedByAPassingRunIsNotRestored(t *testing.T) {
 		t.Errorf("HoldRestored Events on a node released the proper way: %q", evs[0].Note)
 	}
 }
+
+func TestAStrippedLivenessHoldComesBackWhileTheAgentIsLost(t *testing.T) {
+	c := startController(t)
+	const name = "strip-lost"
+	p := policy(name, 10, map[string]string{"fleet": name}, 8)
+	p.Spec.AgentLostAfter = &metav1.Duration{Duration: testLostAfter}
+	createPolicy(t, c, p)
+	join(t, c, name, 8, map[string]string{"fleet": name})
+	stopBeating := startBeating(t, c, name)
+	waitGPUNode(t, c, name, "acceptance to be requested", func(gn *v1alpha1.GPUNode) bool { return gn.Spec.AcceptanceGeneration == 1 })
+	answer(t, c, name, 1, v1alpha1.AcceptancePassed, 8)
+	waitGPUNode(t, c, name, "InService", func(gn *v1alpha1.GPUNode) bool { return gn.Status.Phase == v1alpha1.PhaseInService })
+	stopBeating()
+	waitGPUNode(t, c, name, "AgentLost", func(gn *v1alpha1.GPUNode) bool { return gn.Status.Phase == v1alpha1.PhaseAgentLost && heldByLiveness(gn) })
+
+	strip(t, c, name, false, true) // the annotation stays: only its taint goes
+	deadline := time.Now().Add(waitTimeout)
+	for want := v1alpha1.TaintUnschedulable + "=" + v1alpha1.HoldReasonAgentLost; !slices.Contains(taints(t, c, name), want); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the liveness hold's taint did not come back within %s: taints %v", waitTimeout, taints(t, c, name))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	e := waitEventOf(t, c, "GPUNode", name, corev1.EventTypeWarning, EventHoldRestored)
+	if !strings.Contains(e.Note, "agent is lost") {
+		t.Errorf("HoldRestored Event %q, want it to say the agent is lost", e.Note)
+	}
+}
