@@ -181,7 +181,9 @@ func TestAStrippedLivenessHoldComesBackWhileTheAgentIsLost(t *testing.T) {
 	answer(t, c, name, 1, v1alpha1.AcceptancePassed, 8)
 	waitGPUNode(t, c, name, "InService", func(gn *v1alpha1.GPUNode) bool { return gn.Status.Phase == v1alpha1.PhaseInService })
 	stopBeating()
-	waitGPUNode(t, c, name, "AgentLost", func(gn *v1alpha1.GPUNode) bool { return gn.Status.Phase == v1alpha1.PhaseAgentLost && heldByLiveness(gn) })
+	waitGPUNode(t, c, name, "AgentLost", func(gn *v1alpha1.GPUNode) bool {
+		return gn.Status.Phase == v1alpha1.PhaseAgentLost && heldByLiveness(gn)
+	})
 
 	strip(t, c, name, false, true) // the annotation stays: only its taint goes
 	deadline := time.Now().Add(waitTimeout)
