@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -126,7 +127,10 @@ func (r *Reconciler) restoreOwned(ctx context.Context, s *scope, owner string) e
 func (r *Reconciler) restoreHold(ctx context.Context, s *scope, owner string) (restored bool, err error) {
 	latest := &v1alpha1.GPUNode{}
 	if err := r.reader().Get(ctx, client.ObjectKeyFromObject(s.gn), latest); err != nil {
-		return false, fmt.Errorf("read GPUNode %q to restore its holds: %w", s.gn.Name, client.IgnoreNotFound(err))
+		if apierrors.IsNotFound(err) { // deleted meanwhile: nothing is due
+			return false, nil
+		}
+		return false, fmt.Errorf("read GPUNode %q to restore its holds: %w", s.gn.Name, err)
 	}
 	i := slices.IndexFunc(DueHolds(&latest.Status), func(d DueHold) bool { return d.Hold.Owner == owner })
 	if i < 0 {
