@@ -89,6 +89,9 @@ func (r *Reconciler) evaluate(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
+	if err := r.restoreDue(ctx, s); err != nil {
+		return err
+	}
 	ops := nodeops.Ops{Client: r.Client, Clock: r.Clock.Now}
 	if v.Accepted {
 		if err := ops.Release(ctx, s.node.Name, v1alpha1.HoldOwnerAcceptance); err != nil {
@@ -98,9 +101,6 @@ func (r *Reconciler) evaluate(ctx context.Context, s *scope) error {
 			r.Recorder.Eventf(gn, s.node, corev1.EventTypeNormal, v.Reason, "Accept", "%s", v.Message)
 		}
 		return nil
-	}
-	if err := r.restoreOwned(ctx, s, v1alpha1.HoldOwnerAcceptance); err != nil {
-		return err
 	}
 	if err := ops.Hold(ctx, s.node.Name, v1alpha1.HoldOwnerAcceptance, v.Message); err != nil {
 		return fmt.Errorf("keep GPUNode %q held: %w", gn.Name, err)

@@ -177,6 +177,9 @@ type scope struct {
 	node   *corev1.Node // nil when the Node is gone
 	policy *v1alpha1.GPUNodePolicy
 	result ctrl.Result
+	latest *v1alpha1.GPUNode // read from the API server to decide restores (restore.go)
+	// released are the owners whose hold this pass released: not restored in the same pass.
+	released []string
 }
 
 // Reconcile runs the phases in order on one GPUNode and applies its status once at the

@@ -71,7 +71,11 @@ func (r *Reconciler) restore(ctx context.Context, s *scope) error {
 	if s.node == nil {
 		return nil
 	}
-	due := DueHolds(&s.gn.Status)
+	latest, err := r.latest(ctx, s)
+	if latest == nil || err != nil {
+		return err
+	}
+	due := DueHolds(&latest.Status)
 	if len(due) == 0 {
 		return nil
 	}
@@ -106,15 +110,22 @@ func (r *Reconciler) restore(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// restoreOwned restores owner's hold when DueHolds names it: a phase that keeps its hold
-// calls it first, so that a hold removed after this pass read the Node is restored with
-// its Event rather than re-taken silently.
-func (r *Reconciler) restoreOwned(ctx context.Context, s *scope, owner string) error {
-	if !slices.ContainsFunc(DueHolds(&s.gn.Status), func(d DueHold) bool { return d.Hold.Owner == owner }) {
-		return nil
-	}
-	if _, err := r.restoreHold(ctx, s, owner); err != nil && !errors.Is(err, nodeops.ErrMalformedHolds) {
+// restoreDue restores every hold DueHolds names: a phase that writes the Node's holds calls
+// it first, since nodeops puts back the taints the holds call for on any write, so that a
+// hold removed after this pass read the Node is restored with its Event rather than
+// silently.
+func (r *Reconciler) restoreDue(ctx context.Context, s *scope) error {
+	latest, err := r.latest(ctx, s)
+	if latest == nil || err != nil {
 		return err
+	}
+	for _, d := range DueHolds(&latest.Status) {
+		if slices.Contains(s.released, d.Hold.Owner) {
+			continue
+		}
+		if _, err := r.restoreHold(ctx, s, d.Hold.Owner); err != nil && !errors.Is(err, nodeops.ErrMalformedHolds) {
+			return err
+		}
 	}
 	return nil
 }
@@ -125,12 +136,9 @@ func (r *Reconciler) restoreOwned(ctx context.Context, s *scope, owner string) e
 // on a cache that may not show that write yet. When anything was put back it emits
 // HoldRestored on the GPUNode and the Node; restored reports that it did.
 func (r *Reconciler) restoreHold(ctx context.Context, s *scope, owner string) (restored bool, err error) {
-	latest := &v1alpha1.GPUNode{}
-	if err := r.reader().Get(ctx, client.ObjectKeyFromObject(s.gn), latest); err != nil {
-		if apierrors.IsNotFound(err) { // deleted meanwhile: nothing is due
-			return false, nil
-		}
-		return false, fmt.Errorf("read GPUNode %q to restore its holds: %w", s.gn.Name, err)
+	latest, err := r.latest(ctx, s)
+	if latest == nil || err != nil {
+		return false, err
 	}
 	i := slices.IndexFunc(DueHolds(&latest.Status), func(d DueHold) bool { return d.Hold.Owner == owner })
 	if i < 0 {
@@ -149,6 +157,24 @@ func (r *Reconciler) restoreHold(ctx context.Context, s *scope, owner string) (r
 	r.Recorder.Eventf(s.gn, s.node, corev1.EventTypeWarning, EventHoldRestored, "Restore", "%s", msg)
 	r.Recorder.Eventf(s.node, s.gn, corev1.EventTypeWarning, EventHoldRestored, "Restore", "%s", msg)
 	return true, nil
+}
+
+// latest is s's GPUNode read from the API server, once a pass: the cache may lag behind the
+// status the last pass wrote, and what is due is decided from that status. Nil when the
+// GPUNode is gone.
+func (r *Reconciler) latest(ctx context.Context, s *scope) (*v1alpha1.GPUNode, error) {
+	if s.latest != nil {
+		return s.latest, nil
+	}
+	gn := &v1alpha1.GPUNode{}
+	if err := r.reader().Get(ctx, client.ObjectKeyFromObject(s.gn), gn); err != nil {
+		if apierrors.IsNotFound(err) { // deleted meanwhile: nothing is due
+			return nil, nil
+		}
+		return nil, fmt.Errorf("read GPUNode %q to restore its holds: %w", s.gn.Name, err)
+	}
+	s.latest = gn
+	return gn, nil
 }
 
 // reader reads GPUNodes from the API server (SetupWithManager sets it); without one,
