@@ -160,7 +160,7 @@ func TestXID79HoldsTheNodeAndTheLatencyIsMeasuredOver100Injections(t *testing.T)
 	})
 	hw := watchHolds(t)
 	f.startControllers()
-	f.inService(2 * time.Minute)
+	f.inService(5 * time.Minute) // 100 nodes accepted on a loaded 2-core CI machine
 
 	start := time.Now()
 	for i, n := range f.nodes[:injections] {
@@ -168,7 +168,7 @@ func TestXID79HoldsTheNodeAndTheLatencyIsMeasuredOver100Injections(t *testing.T)
 		n.inject(t, i%8, 79)
 		time.Sleep(100 * time.Millisecond)
 	}
-	f.eventually(time.Minute, "every injected node held by remediation", func() error {
+	f.eventually(3*time.Minute, "every injected node held by remediation", func() error {
 		if _, _, missing := hw.latencies(); len(missing) > 0 {
 			return fmt.Errorf("not held yet: %v", missing)
 		}
