@@ -10,8 +10,6 @@ import (
 	"testing"
 
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // controllerBinary is a built gpunode binary to run the controller as its own process, so
@@ -22,15 +20,7 @@ func controllerBinary() string { return os.Getenv("GPUNODE_BIN") }
 // a function that reads its memory (VmRSS and VmHWM in KiB) before the test stops it.
 func startControllerProcess(t *testing.T, cfg *rest.Config) (memory func() (rss, hwm int)) {
 	t.Helper()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["test"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["test"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	kc.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "test"}
-	kc.CurrentContext = "test"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
+	path := kubeconfigFor(t, cfg)
 	cmd := exec.Command(controllerBinary(), "controller", "--kubeconfig", path, "--leader-elect=false",
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
