@@ -209,8 +209,8 @@ func vmRSS(tb testing.TB) float64 {
 }
 
 // BenchmarkExporterRSS runs the exporter over a simulated h100x8 node in this process,
-// scrapes /metrics over HTTP b.N times (run with -benchtime 1000x for the issue's
-// measurement) and reports the process's resident memory afterwards (rss-MiB, the test
+// scrapes /metrics over HTTP b.N times (run with -benchtime 1000x for the
+// measurement in docs/benchmarks.md) and reports the process's resident memory afterwards (rss-MiB, the test
 // binary included) and the scrape latency seen by the client (p50-ms, p99-ms).
 // Target (DESIGN.md): <= 30 MiB after 1,000 scrapes.
 func BenchmarkExporterRSS(b *testing.B) {

@@ -101,6 +101,7 @@ func (f *Fleet) startAgents(ctx context.Context) error {
 			Log:      log,
 			Steps:    recovery.Sim{Backend: b},
 			Journal:  agent.FileJournal{Path: filepath.Join(dir, "remediation-step.json")},
+			Cleared:  agent.FileCleared{Path: filepath.Join(dir, "cleared-xids.json")},
 			Evidence: agent.EvidenceTo(col, &evidence.Store{Dir: filepath.Join(dir, "evidence")}),
 		})
 		if err != nil {

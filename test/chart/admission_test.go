@@ -22,7 +22,7 @@ import (
 // the service account with the extra set, which reaches admission the same way.
 const nodeNameClaim = "authentication.kubernetes.io/node-name"
 
-// Done when (issue 6): the agent's service account is refused when it patches another node.
+// Done when : the agent's service account is refused when it patches another node.
 // The chart's admission policy, binding and RBAC are installed for real; the agent acting
 // for node-a may change node-a and GPUNode node-a, nothing of node-b; the controller may.
 func TestTheAgentMayChangeOnlyItsOwnNodeAndTheControllerIsNotRestricted(t *testing.T) {
