@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gpunode/gpunode/internal/accept"
 	"github.com/gpunode/gpunode/internal/buildinfo"
@@ -91,7 +92,7 @@ Exit codes: 0 passed, 1 failed, 2 bad usage or bad input (policy, baseline or sc
 	fs.StringVar(&o.layerOpts.baselineFile, "baseline", "", "performance baseline YAML over the built-in one (docs/performance.md)")
 	fs.StringVar(&o.layerOpts.python, "python", "python3", "Python interpreter for the frameworks layer")
 	fs.DurationVar(&o.layerOpts.frameworksTimeout, "frameworks-timeout", 5*time.Minute, "time limit of the frameworks layer's PyTorch script")
-	fs.StringVarP(&o.format, "format", "o", "table", "output format: table, json or markdown")
+	fs.StringVarP(&o.format, "format", "o", "table", "output format: table (or text), json, yaml or markdown; json and yaml print the record (schema gpunode.dev/record/v1)")
 	fs.StringVar(&o.outputDir, "output-dir", "", "also write the record as <id>.json and <id>.md into this folder")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
 	return cmd
@@ -146,9 +147,9 @@ func (o *acceptOptions) policy(errOut io.Writer) (accept.Policy, record.PolicyRe
 
 func runAccept(ctx context.Context, o *acceptOptions, out, errOut io.Writer) error {
 	switch o.format {
-	case "table", "json", "markdown":
+	case "table", "text", "json", "yaml", "markdown":
 	default:
-		return usageErrorf("--format %q: want table, json or markdown", o.format)
+		return usageErrorf("-o/--format %q: want table, text, json, yaml or markdown", o.format)
 	}
 	pol, ref, err := o.policy(errOut)
 	if err != nil {
@@ -202,6 +203,16 @@ func renderAccept(out io.Writer, format string, rec *record.Record, files record
 		b, err := record.JSON(rec)
 		if err != nil {
 			return err
+		}
+		_, err = out.Write(b)
+		return err
+	case "yaml":
+		b, err := record.JSON(rec)
+		if err != nil {
+			return err
+		}
+		if b, err = yaml.JSONToYAML(b); err != nil {
+			return fmt.Errorf("rendering the record as YAML: %w", err)
 		}
 		_, err = out.Write(b)
 		return err

@@ -117,7 +117,9 @@ func TestAcceptOutputFormats(t *testing.T) {
 	}{
 		{"markdown prints every template label", "markdown", ExitOK, append([]string{"# Node acceptance record: test-node"}, labels...), nil},
 		{"table is the default's spelled-out name", "table", ExitOK, []string{"STATUS CHECK", "PASSED:"}, nil},
-		{"xml is refused naming --format", "xml", ExitUsage, nil, []string{`--format "xml"`, "table, json or markdown"}},
+		{"yaml prints the versioned record", "yaml", ExitOK, []string{"apiVersion: gpunode.dev/record/v1", "kind: AcceptanceRecord"}, nil},
+		{"text is the table under the name other commands use", "text", ExitOK, []string{"STATUS CHECK", "PASSED:"}, nil},
+		{"xml is refused naming --format", "xml", ExitUsage, nil, []string{`--format "xml"`, "table, text, json, yaml or markdown"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

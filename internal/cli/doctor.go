@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/gpunode/gpunode/internal/doctor"
 	"github.com/gpunode/gpunode/internal/host"
@@ -19,8 +17,7 @@ import (
 
 type doctorOptions struct {
 	facts      factOptions
-	json       bool
-	output     string
+	output     outputFlags
 	metricsURL string
 	kubeletDir string
 }
@@ -64,48 +61,28 @@ Exit codes: 0 no layer broken (warnings allowed), 1 a layer is broken, 2 bad usa
 	}
 	fs := cmd.Flags()
 	o.facts.addFlags(fs)
-	fs.StringVarP(&o.output, "output", "o", "text", "output format: text, json or yaml")
-	fs.BoolVar(&o.json, "json", false, "print JSON (the same as -o json)")
+	o.output.add(fs, "the report")
 	fs.StringVar(&o.metricsURL, "metrics-url", "http://127.0.0.1:9400/metrics", "metrics endpoint to probe for GPU metrics (\"\" to skip; not probed with --sim)")
 	fs.StringVar(&o.kubeletDir, "kubelet-dir", host.DefaultKubeletRoot, "the kubelet's root folder on the host")
 	return cmd
 }
 
 func runDoctor(ctx context.Context, o *doctorOptions, out io.Writer) error {
-	format := o.output
-	if o.json {
-		if format != "text" && format != "json" {
-			return usageErrorf("--json and -o %s: choose one", format)
-		}
-		format = "json"
-	}
-	if format != "text" && format != "json" && format != "yaml" {
-		return usageErrorf("-o/--output %q: must be text, json or yaml", o.output)
+	format, err := o.output.format()
+	if err != nil {
+		return err
 	}
 	f, err := gatherDoctor(ctx, o)
 	if err != nil {
 		return err
 	}
 	rep := doctor.Diagnose(*f)
-	switch format {
-	case "json":
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			return fmt.Errorf("write the report: %w", err)
-		}
-	case "yaml":
-		b, err := yaml.Marshal(rep)
-		if err != nil {
-			return fmt.Errorf("encode the report: %w", err)
-		}
-		if _, err := out.Write(b); err != nil {
-			return fmt.Errorf("write the report: %w", err)
-		}
-	default:
-		if err := doctorText(out, rep); err != nil {
+	if format != formatText {
+		if err := writeDocument(out, format, rep); err != nil {
 			return err
 		}
+	} else if err := doctorText(out, rep); err != nil {
+		return err
 	}
 	if rep.BrokenLayer != 0 {
 		return silentFailure

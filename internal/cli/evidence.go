@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -25,7 +24,7 @@ func newEvidenceCommand() *cobra.Command {
 }
 
 type evidenceVerifyOptions struct {
-	json bool
+	output outputFlags
 }
 
 func newEvidenceVerifyCommand() *cobra.Command {
@@ -47,11 +46,15 @@ not a bundle (its name is not a bundle name, or it does not exist).`,
 			return runEvidenceVerify(cmd.Context(), o, args, cmd.OutOrStdout())
 		},
 	}
-	cmd.Flags().BoolVar(&o.json, "json", false, "print each verified bundle's summary as JSON")
+	o.output.add(cmd.Flags(), "the summary of each verified bundle, as a list")
 	return cmd
 }
 
 func runEvidenceVerify(ctx context.Context, o *evidenceVerifyOptions, paths []string, out io.Writer) error {
+	format, err := o.output.format()
+	if err != nil {
+		return err
+	}
 	for _, p := range paths {
 		if _, _, _, err := evidence.ParseName(filepath.Base(p)); err != nil {
 			return usageErrorf("%s: not an evidence bundle: %w", p, err)
@@ -79,16 +82,17 @@ func runEvidenceVerify(ctx context.Context, o *evidenceVerifyOptions, paths []st
 			continue
 		}
 		sums = append(sums, sum)
-		if !o.json {
+		if format == formatText {
 			w.printf("OK  %s  node %s, trigger %s: %d kernel records, %d snapshots, %d findings, %d pods\n",
 				sum.Name, sum.Node, triggerOf(sum), sum.Counts.KernelRecords, sum.Counts.Snapshots, sum.Counts.Findings, sum.Counts.Pods)
 		}
 	}
-	if o.json {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(sums); err != nil {
-			return fmt.Errorf("write the summaries: %w", err)
+	if format != formatText {
+		if sums == nil {
+			sums = []evidence.Summary{}
+		}
+		if err := writeDocument(out, format, sums); err != nil {
+			return err
 		}
 	}
 	if w.err != nil {

@@ -2,13 +2,11 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/gpunode/gpunode/api/v1alpha1"
 	"github.com/gpunode/gpunode/internal/controller/acceptance"
@@ -17,8 +15,7 @@ import (
 
 type explainOptions struct {
 	kubeconfig string
-	json       bool
-	output     string
+	output     outputFlags
 }
 
 func newExplainCommand() *cobra.Command {
@@ -63,8 +60,7 @@ Exit codes: 0 explained, 1 no such GPUNode (or it cannot be read), 2 bad usage.`
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the pod's service account)")
-	fs.BoolVar(&o.json, "json", false, "print the explanation as JSON (-o json)")
-	fs.StringVarP(&o.output, "output", "o", "text", "output format: text, json or yaml")
+	o.output.add(fs, "the explanation")
 	return cmd
 }
 
@@ -94,12 +90,9 @@ type nodeExplanation struct {
 }
 
 func runExplainNode(ctx context.Context, o *explainOptions, name string, out io.Writer) error {
-	format := o.output
-	if o.json {
-		format = "json"
-	}
-	if format != "text" && format != "json" && format != "yaml" {
-		return usageErrorf("-o/--output %q: must be text, json or yaml", o.output)
+	format, err := o.output.format()
+	if err != nil {
+		return err
 	}
 	c, err := cliClient(o.kubeconfig)
 	if err != nil {
@@ -109,18 +102,8 @@ func runExplainNode(ctx context.Context, o *explainOptions, name string, out io.
 	if err != nil {
 		return err
 	}
-	switch format {
-	case "json":
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(e)
-	case "yaml":
-		b, err := yaml.Marshal(e)
-		if err != nil {
-			return fmt.Errorf("rendering the explanation of %s as YAML: %w", name, err)
-		}
-		_, err = out.Write(b)
-		return err
+	if format != formatText {
+		return writeDocument(out, format, e)
 	}
 	_, err = io.WriteString(out, e.String())
 	return err

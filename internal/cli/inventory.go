@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -18,7 +17,7 @@ import (
 
 type inventoryOptions struct {
 	facts        factOptions
-	json         bool
+	output       outputFlags
 	labels       bool
 	labelMapping string
 	quiet        bool
@@ -48,7 +47,7 @@ labels (accelerator class from a mapping with built-in defaults; see docs/labels
 	}
 	fs := cmd.Flags()
 	o.facts.addFlags(fs)
-	fs.BoolVar(&o.json, "json", false, "print JSON")
+	o.output.add(fs, "every fact")
 	fs.BoolVar(&o.labels, "labels", false, "print the node labels as key=value lines")
 	fs.StringVar(&o.labelMapping, "label-mapping", "", "accelerator-class mapping YAML that extends or overrides the built-in one")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
@@ -76,7 +75,11 @@ func runInventory(ctx context.Context, o *inventoryOptions, out, errOut io.Write
 		}
 		mapping = m
 	}
-	quiet := o.quiet || o.json || o.labels
+	format, err := o.output.format()
+	if err != nil {
+		return err
+	}
+	quiet := o.quiet || format != formatText || o.labels
 	g, err := gather(ctx, &o.facts, newProgress(errOut, quiet))
 	if err != nil {
 		return err
@@ -91,15 +94,13 @@ func runInventory(ctx context.Context, o *inventoryOptions, out, errOut io.Write
 		}
 		_, err := io.WriteString(out, labels.Format(lbls))
 		return err
-	case o.json:
+	case format != formatText:
 		doc := inventoryDoc{Node: f.Node, GPU: f.GPU, Host: f.Host, XIDs: f.XIDs, Labels: lbls}
 		if doc.XIDs == nil {
 			doc.XIDs = []xid.Event{}
 		}
 		doc.GPUError, doc.HostError, doc.KernelLogErr = errText(f.GPUErr), errText(f.HostErr), errText(f.KernelLogErr)
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(doc)
+		return writeDocument(out, format, doc)
 	}
 	return inventoryText(out, f, lbls)
 }

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"strings"
@@ -20,7 +19,7 @@ type monitorOptions struct {
 	facts      factOptions
 	interval   time.Duration
 	duration   time.Duration
-	json       bool
+	output     outputFlags
 	cursorFile string
 	from       string
 }
@@ -51,7 +50,7 @@ GPU. Exit codes: 0 no GPU unhealthy, 1 a GPU is unhealthy, 2 bad usage.`,
 	o.facts.addFlags(fs)
 	fs.DurationVar(&o.interval, "interval", 10*time.Second, "counter polling interval")
 	fs.DurationVar(&o.duration, "duration", 0, "stop after this long (default: until interrupted)")
-	fs.BoolVar(&o.json, "json", false, "print JSON lines: one per finding, then a summary")
+	o.output.add(fs, "one item per finding as it happens (a JSON line, or a YAML document), then a summary")
 	fs.StringVar(&o.cursorFile, "cursor-file", "", "keep the kernel-log cursor in this file so a restart neither misses nor repeats lines")
 	fs.StringVar(&o.from, "from", "boot", "where the kernel log starts: boot (every line since boot), cursor (after --cursor-file), end (new lines only)")
 	return cmd
@@ -80,6 +79,10 @@ func (o *monitorOptions) follower(mode kmsg.StartMode) (*kmsg.Follower, error) {
 }
 
 func runMonitor(ctx context.Context, o *monitorOptions, out io.Writer) error {
+	format, err := o.output.format()
+	if err != nil {
+		return err
+	}
 	if o.interval <= 0 || o.duration < 0 {
 		return usageErrorf("--interval must be positive and --duration not negative")
 	}
@@ -113,7 +116,6 @@ func runMonitor(ctx context.Context, o *monitorOptions, out io.Writer) error {
 		}
 	}
 	var mu sync.Mutex // the callback runs on the monitor's goroutines
-	enc := json.NewEncoder(out)
 	w := &errWriter{w: out}
 	m, err := monitor.New(monitor.Config{Backend: backend, Interval: o.interval, Kernel: kernel, BootID: plat.BootID(),
 		OnFinding: func(f health.Finding, isNew bool) {
@@ -122,8 +124,8 @@ func runMonitor(ctx context.Context, o *monitorOptions, out io.Writer) error {
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			if o.json {
-				_ = enc.Encode(struct {
+			if format != formatText {
+				_ = writeStreamItem(out, format, struct {
 					Type string `json:"type"`
 					health.Finding
 				}{"finding", f})
@@ -158,8 +160,8 @@ func runMonitor(ctx context.Context, o *monitorOptions, out io.Writer) error {
 			unhealthy++
 		}
 	}
-	if o.json {
-		if err := enc.Encode(struct {
+	if format != formatText {
+		if err := writeStreamItem(out, format, struct {
 			Type     string              `json:"type"`
 			Health   []monitor.GPUHealth `json:"health"`
 			Findings []health.Finding    `json:"findings"`

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gpunode/gpunode/internal/buildinfo"
 )
 
 // NewRootCommand builds the gpunode command tree.
@@ -32,6 +34,8 @@ Exit codes: 0 ok/passed, 1 failed, 2 bad usage or bad input.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.Version = strings.TrimSuffix(versionLine(buildinfo.Get()), "\n")
+	root.SetVersionTemplate("{{.Version}}\n") // the same line as `gpunode version`
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	logs := &logOptions{}
 	logs.addFlags(root.PersistentFlags())

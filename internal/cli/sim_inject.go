@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,7 +21,7 @@ type simInjectOptions struct {
 	gpuSet   bool
 	stateDir string
 	socket   string
-	json     bool
+	output   outputFlags
 }
 
 func newSimInjectCommand() *cobra.Command {
@@ -75,7 +74,7 @@ or no such node, 2 bad usage or a fault the node's GPUs refuse.`,
 	fs.Float64Var(&o.fault.Factor, "factor", 0, "bandwidth or compute factor, 0 < F <= 1 (slow-bandwidth, slow-compute)")
 	fs.StringVar(&o.stateDir, "state-dir", simfleet.DefaultStateDir(), "state folder of the running fleet (as given to 'gpunode sim fleet')")
 	fs.StringVar(&o.socket, "socket", "", "control socket of an agent on simulated GPUs (its --sim-control-socket, e.g. /var/lib/gpunode/sim.sock) instead of a fleet's")
-	fs.BoolVar(&o.json, "json", false, "print the fleet's answer as JSON")
+	o.output.add(fs, "the fleet's answer")
 	return cmd
 }
 
@@ -99,6 +98,10 @@ func (o *simInjectOptions) request(node string) (simfleet.InjectRequest, error) 
 }
 
 func runSimInject(ctx context.Context, o *simInjectOptions, node string, out io.Writer) error {
+	format, err := o.output.format()
+	if err != nil {
+		return err
+	}
 	req, err := o.request(node)
 	if err != nil {
 		return err
@@ -115,10 +118,8 @@ func runSimInject(ctx context.Context, o *simInjectOptions, node string, out io.
 	if err != nil {
 		return err
 	}
-	if o.json {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(resp)
+	if format != formatText {
+		return writeDocument(out, format, resp)
 	}
 	what := resp.Fault.Type
 	if resp.Fault.Type == string(sim.FaultXID) {

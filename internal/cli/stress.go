@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -22,7 +21,7 @@ type stressOptions struct {
 	timeout      time.Duration
 	interval     time.Duration
 	pcieMinRatio float64
-	json         bool
+	output       outputFlags
 	quiet        bool
 	inProcess    bool
 	childGPUs    string // hidden: serve as the child process of these GPUs
@@ -87,7 +86,7 @@ libcuda.so.1: every test is skipped), 2 bad usage.`,
 	fs.DurationVar(&o.timeout, "timeout", 0, "timeout of one test on one GPU or pair (0: 3 x --duration + 2m)")
 	fs.DurationVar(&o.interval, "sample-interval", 500*time.Millisecond, "how often clocks and clock-event reasons are sampled")
 	fs.Float64Var(&o.pcieMinRatio, "pcie-min-ratio", 0.75, "fail a PCIe direction under this fraction of the link's theoretical GB/s")
-	fs.BoolVar(&o.json, "json", false, "print the report as JSON (schema gpunode.dev/stress/v1, docs/stress.md)")
+	o.output.add(fs, "the report (schema gpunode.dev/stress/v1, docs/stress.md)")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
 	fs.BoolVar(&o.inProcess, "in-process", false, "run the tests in this process instead of one child process per GPU (a kernel fault or hang then affects every GPU)")
 	fs.StringVar(&o.childGPUs, "child-gpus", "", "internal: serve as the child process of these GPUs (JSON lines on stdin and stdout)")
@@ -124,6 +123,10 @@ func (o *stressOptions) plan() (stress.Plan, error) {
 func runStress(ctx context.Context, o *stressOptions, in io.Reader, out, errOut io.Writer) error {
 	if o.childGPUs != "" {
 		return runStressChild(ctx, o, in, out)
+	}
+	format, err := o.output.format()
+	if err != nil {
+		return err
 	}
 	p, err := o.plan()
 	if err != nil {
@@ -169,10 +172,8 @@ func runStress(ctx context.Context, o *stressOptions, in io.Reader, out, errOut 
 	prog := newStressProgress(errOut, o.quiet)
 	r := stress.Run(ctx, p, exec, sampler, prog)
 	r.Simulated = o.sim != ""
-	if o.json {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(r); err != nil {
+	if format != formatText {
+		if err := writeDocument(out, format, r); err != nil {
 			return err
 		}
 	} else if err := stressText(out, &r, o.sim); err != nil {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 
@@ -12,7 +11,7 @@ import (
 )
 
 type versionOptions struct {
-	json bool
+	output outputFlags
 }
 
 func newVersionCommand() *cobra.Command {
@@ -25,17 +24,25 @@ func newVersionCommand() *cobra.Command {
 			return runVersion(cmd.Context(), o, cmd.OutOrStdout())
 		},
 	}
-	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON")
+	o.output.add(cmd.Flags(), "the version, commit, Go version and platform")
 	return cmd
 }
 
 func runVersion(_ context.Context, o *versionOptions, out io.Writer) error {
-	i := buildinfo.Get()
-	if o.json {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(i)
+	format, err := o.output.format()
+	if err != nil {
+		return err
 	}
+	i := buildinfo.Get()
+	if format != formatText {
+		return writeDocument(out, format, i)
+	}
+	_, err = io.WriteString(out, versionLine(i))
+	return err
+}
+
+// versionLine is the one line `gpunode version` and `gpunode --version` print.
+func versionLine(i buildinfo.Info) string {
 	commit := i.Commit
 	if commit == "" {
 		commit = "unknown"
@@ -43,6 +50,5 @@ func runVersion(_ context.Context, o *versionOptions, out io.Writer) error {
 	if i.Modified {
 		commit += "-dirty"
 	}
-	_, err := fmt.Fprintf(out, "gpunode %s (commit %s, %s, %s)\n", i.Version, commit, i.GoVersion, i.Platform)
-	return err
+	return fmt.Sprintf("gpunode %s (commit %s, %s, %s)\n", i.Version, commit, i.GoVersion, i.Platform)
 }

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,7 +17,7 @@ import (
 )
 
 type xidDecodeOptions struct {
-	json bool
+	output outputFlags
 }
 
 func newXIDDecodeCommand() *cobra.Command {
@@ -54,11 +53,15 @@ Exit codes: 0 decoded (whatever was found), 2 the file cannot be read.`,
 			return runXIDDecode(cmd.Context(), o, path, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON object per event")
+	o.output.add(cmd.Flags(), "one item per event (a JSON line, or a YAML document)")
 	return cmd
 }
 
 func runXIDDecode(ctx context.Context, o *xidDecodeOptions, path string, stdin io.Reader, out, errOut io.Writer) error {
+	format, err := o.output.format()
+	if err != nil {
+		return err
+	}
 	in, name, closeFn, err := openInput(path, stdin)
 	if err != nil {
 		return err
@@ -79,11 +82,9 @@ func runXIDDecode(ctx context.Context, o *xidDecodeOptions, path string, stdin i
 		fmt.Fprintf(errOut, "note: %s past the first %d not listed: repeats of a fault (code and device) already listed\n", countOf(scan.Repeats, "event"), xid.MaxEvents)
 	}
 	decoded := xid.Decode(scan.Events, xid.Options{})
-	if o.json {
-		enc := json.NewEncoder(out)
-		enc.SetEscapeHTML(false)
+	if format != formatText {
 		for _, d := range decoded {
-			if err := enc.Encode(d.Record()); err != nil {
+			if err := writeStreamItem(out, format, d.Record()); err != nil {
 				return err
 			}
 		}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -14,7 +13,7 @@ import (
 )
 
 type xidExplainOptions struct {
-	json bool
+	output outputFlags
 }
 
 func newXIDExplainCommand() *cobra.Command {
@@ -36,7 +35,7 @@ Exit codes: 0 explained, 2 CODE is not a number.`,
 			return runXIDExplain(cmd.Context(), o, args[0], cmd.OutOrStdout())
 		},
 	}
-	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON")
+	o.output.add(cmd.Flags(), "the catalog entry and the rules that can change it")
 	return cmd
 }
 
@@ -51,15 +50,17 @@ func runXIDExplain(_ context.Context, o *xidExplainOptions, arg string, out io.W
 	if err != nil || code < 0 {
 		return usageErrorf("XID %q: want a non-negative number, such as 79", arg)
 	}
+	format, err := o.output.format()
+	if err != nil {
+		return err
+	}
 	e, _ := xid.Lookup(code)
 	rules := xid.RulesFor(code, xid.Options{})
-	if o.json {
+	if format != formatText {
 		if rules == nil {
 			rules = []xid.Rule{}
 		}
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(xidExplanation{Entry: e, Rules: rules})
+		return writeDocument(out, format, xidExplanation{Entry: e, Rules: rules})
 	}
 	var b strings.Builder
 	if e.Known {

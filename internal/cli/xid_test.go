@@ -87,7 +87,7 @@ func TestXIDDecodeJSONHasTheDocumentedFields(t *testing.T) {
 
 func TestXIDDecodeReadsStandardInput(t *testing.T) {
 	var out bytes.Buffer
-	err := runXIDDecode(context.Background(), &xidDecodeOptions{json: true}, "-", strings.NewReader(xidLog), &out, io.Discard)
+	err := runXIDDecode(context.Background(), &xidDecodeOptions{output: outputFlags{output: formatJSON}}, "-", strings.NewReader(xidLog), &out, io.Discard)
 	if err != nil || strings.Count(out.String(), "\n") != 5 {
 		t.Errorf("err %v, output:\n%s", err, out.String())
 	}
