@@ -49,13 +49,6 @@ func (f *outputFlags) format() (string, error) {
 	return format, nil
 }
 
-// structured reports whether the chosen format is a document (json or yaml), not text.
-// A bad format counts as text: format() reports it.
-func (f *outputFlags) structured() bool {
-	format, err := f.format()
-	return err == nil && format != formatText
-}
-
 // writeDocument prints v as JSON (indented, one document) or YAML.
 func writeDocument(out io.Writer, format string, v any) error {
 	switch format {
