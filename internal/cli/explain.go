@@ -14,8 +14,8 @@ import (
 )
 
 type explainOptions struct {
-	kubeconfig string
-	output     outputFlags
+	cluster clusterFlags
+	output  outputFlags
 }
 
 func newExplainCommand() *cobra.Command {
@@ -59,7 +59,7 @@ Exit codes: 0 explained, 1 no such GPUNode (or it cannot be read), 2 bad usage.`
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the pod's service account)")
+	o.cluster.add(fs)
 	o.output.add(fs, "the explanation")
 	return cmd
 }
@@ -94,7 +94,7 @@ func runExplainNode(ctx context.Context, o *explainOptions, name string, out io.
 	if err != nil {
 		return err
 	}
-	c, err := cliClient(o.kubeconfig)
+	c, err := cliClient(&o.cluster)
 	if err != nil {
 		return err
 	}

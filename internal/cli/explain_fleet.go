@@ -21,8 +21,8 @@ import (
 
 // cliClient is an uncached client of the cluster kubeconfig names (the default chain when
 // it names none) that knows the built-in kinds and gpunode's.
-func cliClient(kubeconfig string) (client.Client, error) {
-	cfg, err := restConfig(kubeconfig)
+func cliClient(f *clusterFlags) (client.Client, error) {
+	cfg, err := f.restConfig()
 	if err != nil {
 		return nil, err
 	}

@@ -21,9 +21,9 @@ import (
 const fieldManagerCLI = "gpunode-cli"
 
 type releaseOptions struct {
-	kubeconfig string
-	reason     string
-	force      bool
+	cluster clusterFlags
+	reason  string
+	force   bool
 	// now is the clock of the stamp (time.Now when nil).
 	now func() time.Time
 }
@@ -60,7 +60,7 @@ not accept, or the write failed, 2 bad usage.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the pod's service account)")
+	o.cluster.add(fs)
 	fs.StringVar(&o.reason, "reason", "", "what was done to the node, for the Event and the people after you")
 	fs.BoolVar(&o.force, "force", false, "set the release annotation even when the node is not in Maintenance")
 	return cmd
@@ -70,7 +70,7 @@ func runRelease(ctx context.Context, o *releaseOptions, name string, out io.Writ
 	if len(o.reason) > 1024 {
 		return usageErrorf("--reason: %d characters, at most 1024", len(o.reason))
 	}
-	c, err := cliClient(o.kubeconfig)
+	c, err := cliClient(&o.cluster)
 	if err != nil {
 		return err
 	}

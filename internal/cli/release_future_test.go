@@ -108,7 +108,7 @@ func TestReleaseRefusesAClockTheControllerWouldNotAccept(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
-			err := runRelease(t.Context(), &releaseOptions{kubeconfig: kc, now: func() time.Time { return tc.now }}, "release-skew", &out)
+			err := runRelease(t.Context(), &releaseOptions{cluster: clusterFlags{kubeconfig: kc}, now: func() time.Time { return tc.now }}, "release-skew", &out)
 			var ee *exitError
 			if !errors.As(err, &ee) || ee.code != ExitFail || !strings.Contains(err.Error(), tc.says) {
 				t.Fatalf("error %v, want exit 1 saying %q", err, tc.says)
@@ -167,7 +167,7 @@ func TestResumeRefusesAClockTheControllerWouldNotAccept(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
-			err := runResume(t.Context(), &resumeOptions{kubeconfig: kc, now: func() time.Time { return tc.now }}, p.Name, &out)
+			err := runResume(t.Context(), &resumeOptions{cluster: clusterFlags{kubeconfig: kc}, now: func() time.Time { return tc.now }}, p.Name, &out)
 			var ee *exitError
 			if !errors.As(err, &ee) || ee.code != ExitFail || !strings.Contains(err.Error(), tc.says) {
 				t.Fatalf("error %v, want exit 1 saying %q", err, tc.says)

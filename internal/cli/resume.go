@@ -15,9 +15,9 @@ import (
 )
 
 type resumeOptions struct {
-	kubeconfig string
-	reason     string
-	force      bool
+	cluster clusterFlags
+	reason  string
+	force   bool
 	// now is the clock of the stamp (time.Now when nil).
 	now func() time.Time
 }
@@ -52,7 +52,7 @@ accept, or the write failed, 2 bad usage.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the pod's service account)")
+	o.cluster.add(fs)
 	fs.StringVar(&o.reason, "reason", "", "why it is safe to resume, for the Event and the people after you")
 	fs.BoolVar(&o.force, "force", false, "set the resume annotation even when the breaker is not tripped")
 	return cmd
@@ -62,7 +62,7 @@ func runResume(ctx context.Context, o *resumeOptions, name string, out io.Writer
 	if len(o.reason) > 1024 {
 		return usageErrorf("--reason: %d characters, at most 1024", len(o.reason))
 	}
-	c, err := cliClient(o.kubeconfig)
+	c, err := cliClient(&o.cluster)
 	if err != nil {
 		return err
 	}
