@@ -22,12 +22,10 @@ var (
 	runbooksDoc = filepath.Join("..", "..", "docs", "runbooks.md")
 )
 
-// externalMetrics are the names the rules and the dashboard may use that gpunode's exporter
-// does not serve: Prometheus's own per-target series, and what the gpunode controller will
-// expose (not written yet: GPUNodeHeldTooLong is ready for it, docs/runbooks.md says so).
+// externalMetrics are the names the rules and the dashboard may use that gpunode does not
+// serve: Prometheus's own per-target series.
 var externalMetrics = []string{
 	"up",
-	"gpunode_node_hold_seconds",
 }
 
 // metricRow is a row of a metric table in docs/metrics.md: "| `NAME` | type | ...".

@@ -151,6 +151,9 @@ func newControllerManager(cfg *rest.Config, o *controllerOptions, again bool) (m
 			return nil, err
 		}
 	}
+	if err := registerHoldMetrics(mgr); err != nil {
+		return nil, err
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("adding the health check: %w", err)
 	}
