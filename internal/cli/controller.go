@@ -21,6 +21,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/gpunode/gpunode/internal/controller/acceptance"
+	"github.com/gpunode/gpunode/internal/controller/policystatus"
 	"github.com/gpunode/gpunode/internal/controller/remediation"
 )
 
@@ -143,6 +144,10 @@ func newControllerManager(cfg *rest.Config, o *controllerOptions, again bool) (m
 	}
 	r := &acceptance.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(acceptance.Name), Clock: clock.RealClock{}}
 	if err := r.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	ps := &policystatus.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetCache()}
+	if err := ps.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	if o.remediation {
