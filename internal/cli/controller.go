@@ -8,13 +8,11 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	clientconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -84,18 +82,7 @@ With --leader-elect (the default) only the replica holding the Lease
 
 // restConfig loads the kubeconfig file named, or the default chain when none is.
 func restConfig(path string) (*rest.Config, error) {
-	if path == "" {
-		cfg, err := clientconfig.GetConfig()
-		if err != nil {
-			return nil, fmt.Errorf("loading the Kubernetes client configuration: %w", err)
-		}
-		return cfg, nil
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
-	if err != nil {
-		return nil, usageErrorf("kubeconfig %s: %w", path, err)
-	}
-	return cfg, nil
+	return (&clusterFlags{kubeconfig: path}).restConfig()
 }
 
 func runController(ctx context.Context, o *controllerOptions) error {

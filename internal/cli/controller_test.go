@@ -19,9 +19,9 @@ func TestTheControllerCommand(t *testing.T) {
 			[]string{"--kubeconfig", "--leader-elect ", "(default true)", `--leader-election-namespace string`, `(default "gpunode-system")`,
 				`--metrics-bind-address string`, `(default ":8080")`, `--health-probe-bind-address string`, `(default ":8081")`}, nil},
 		{"a kubeconfig file that does not exist exits two naming it", []string{"controller", "--kubeconfig", missing}, ExitUsage,
-			nil, []string{"gpunode: kubeconfig " + missing, "no such file"}},
+			nil, []string{"gpunode: --kubeconfig " + missing, "no such file"}},
 		{"a kubeconfig file that cannot be parsed exits two naming it", []string{"controller", "--kubeconfig", bad}, ExitUsage,
-			nil, []string{"gpunode: kubeconfig " + bad}},
+			nil, []string{"gpunode: --kubeconfig " + bad}},
 		{"an argument is refused", []string{"controller", "extra"}, ExitUsage, nil, []string{"unknown command"}},
 	}
 	for _, tt := range tests {

@@ -169,6 +169,11 @@ func TestExporterWebConfigRequiresBasicAuth(t *testing.T) {
 
 func TestExporterRejectsBadUsage(t *testing.T) {
 	dir := t.TempDir()
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = busy.Close() }()
 	cases := []struct {
 		name string
 		args []string
@@ -178,7 +183,8 @@ func TestExporterRejectsBadUsage(t *testing.T) {
 		{"a zero interval is bad usage", []string{"--interval", "0s"}, ExitUsage, "--interval must be positive"},
 		{"a web config that does not exist is bad usage", []string{"--web.config.file", filepath.Join(dir, "missing.yml")}, ExitUsage, "--web.config.file"},
 		{"a malformed web config is bad usage", []string{"--web.config.file", writeFile(t, dir, "bad.yml", "tls_server_config: [\n")}, ExitUsage, "--web.config.file"},
-		{"an address that cannot be listened on fails", []string{"--web.listen-address", "256.0.0.1:1"}, ExitFail, "--web.listen-address 256.0.0.1:1"},
+		{"an address that names no host is bad usage", []string{"--web.listen-address", "256.0.0.1:1"}, ExitUsage, "--web.listen-address 256.0.0.1:1"},
+		{"an address in use fails", []string{"--web.listen-address", busy.Addr().String()}, ExitFail, "--web.listen-address " + busy.Addr().String()},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

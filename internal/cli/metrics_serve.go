@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -74,10 +75,19 @@ func (m metricsServer) open(ctx context.Context, out io.Writer) ([]net.Listener,
 	}
 	listeners := make([]net.Listener, 0, len(m.listen))
 	for _, a := range m.listen {
+		if err := checkListenAddress(a); err != nil {
+			return nil, usageErrorf("%s %q: %w", m.flag, a, err)
+		}
+	}
+	for _, a := range m.listen {
 		l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", a)
 		if err != nil {
 			for _, l := range listeners {
 				_ = l.Close()
+			}
+			var dns *net.DNSError
+			if errors.As(err, &dns) { // a host name that names no address: the input is wrong
+				return nil, usageErrorf("%s %s: %w", m.flag, a, err)
 			}
 			return nil, fmt.Errorf("%s %s: %w", m.flag, a, err)
 		}
@@ -166,4 +176,17 @@ func (p podLookup) PodsFor(uuid string) []metrics.Pod {
 		out[i] = metrics.Pod{Namespace: q.Namespace, Name: q.Name, Container: q.Container}
 	}
 	return out
+}
+
+// checkListenAddress refuses an address that is not HOST:PORT with a port number (HOST may
+// be empty: every address), before anything listens.
+func checkListenAddress(a string) error {
+	_, port, err := net.SplitHostPort(a)
+	if err != nil {
+		return fmt.Errorf("want HOST:PORT, such as :9400 or 127.0.0.1:9400: %w", err)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("port %q: want a number from 0 to 65535", port)
+	}
+	return nil
 }

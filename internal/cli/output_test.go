@@ -125,3 +125,21 @@ func TestVersionFlagPrintsTheLineTheVersionCommandPrints(t *testing.T) {
 func keysOf(m map[string]any) []string {
 	return slices.Sorted(maps.Keys(m))
 }
+
+func TestABadListenAddressIsUsageAndAnAddressInUseIsAFailure(t *testing.T) {
+	cases := []struct {
+		name string
+		addr string
+		code int
+		want string
+	}{
+		{"a port that is not a number", "127.0.0.1:http-ish", ExitUsage, `port "http-ish": want a number from 0 to 65535`},
+		{"no port at all", "127.0.0.1", ExitUsage, "want HOST:PORT"},
+		{"a port out of range", ":70000", ExitUsage, `port "70000"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			execute(t, "exporter", "--sim", "h100x8", "--web.listen-address", c.addr).check(t, c.code, nil, []string{"--web.listen-address", c.want})
+		})
+	}
+}
