@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -228,4 +229,25 @@ func retryOnConflict(ctx context.Context, f func() error) error {
 			return err
 		}
 	}
+}
+
+// waitEvent waits for an Event of reason about the object named regarding.
+func waitEvent(t *testing.T, c client.Client, regarding, reason string) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("an Event %s about %s", reason, regarding), func() (bool, string) {
+		var list eventsv1.EventList
+		if err := c.List(t.Context(), &list); err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, e := range list.Items {
+			if e.Regarding.Name == regarding {
+				if e.Reason == reason {
+					return true, ""
+				}
+				seen = append(seen, e.Reason+": "+e.Note)
+			}
+		}
+		return false, fmt.Sprintf("%v", seen)
+	})
 }

@@ -107,6 +107,8 @@ func TestANodeTwoPoolsSelectIsHeldNamingBothAndLosesItsLabel(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitNode(t, c, "conflict-1", "", v1alpha1.HoldReasonPoolConflict, "conflict-a", "conflict-b")
+	waitEvent(t, c, "conflict-1", "StackPoolConflict")
+	waitEvent(t, c, "conflict-a", v1alpha1.ReasonConflict)
 	for _, name := range []string{"conflict-a", "conflict-b"} {
 		p := waitPool(t, c, name, "the conflict counted", func(p *v1alpha1.StackPool) bool {
 			return meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.ConditionNodesConflicting)
@@ -147,6 +149,7 @@ func TestAMemberIsHeldUntilItsDriverAndToolkitAreReadyThenReleased(t *testing.T)
 
 	publish(t, c, "ready-1", driverWanted, true)
 	waitNode(t, c, "ready-1", "ready", "")
+	waitEvent(t, c, "ready-1", "StackReady")
 	p := waitPool(t, c, "ready", "its member ready", func(p *v1alpha1.StackPool) bool {
 		return p.Status.ReadyNodes == 1 && meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.ConditionStackReady)
 	})
@@ -192,6 +195,7 @@ func TestAClusterPolicyThatDeploysTheDriverLeavesNoDriverDaemonSet(t *testing.T)
 	if cond.Reason != v1alpha1.ReasonClusterPolicy || !strings.Contains(cond.Message, "ClusterPolicy cluster-policy") {
 		t.Errorf("OwnedByGPUOperator = %+v, want reason ClusterPolicy naming cluster-policy", cond)
 	}
+	waitEvent(t, c, "operator", v1alpha1.ReasonClusterPolicy)
 	if p.Status.Driver.Source != v1alpha1.SourceGPUOperator {
 		t.Errorf("status.driver.source = %q, want GPUOperator", p.Status.Driver.Source)
 	}
