@@ -83,6 +83,25 @@ func TestAPoolRendersOnDeleteDaemonSetsAndAVersionChangeLeavesThePodsAlone(t *te
 		t.Fatalf("the old driver pod after the version change: %v (deleting %v): the controller must not touch it (OnDelete)", err, got.DeletionTimestamp)
 	}
 	waitNode(t, c, "render-1", "render", v1alpha1.HoldReasonStackNotReady, "runs version 580.95.05, pool wants 590.44.01")
+
+	// The toolkit moves to the node image: its DaemonSet goes, the driver's stays.
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(pool), pool); err != nil {
+		t.Fatal(err)
+	}
+	pool.Spec.Toolkit = v1alpha1.ToolkitOperand{Source: v1alpha1.SourcePreinstalled}
+	if err := c.Update(t.Context(), pool); err != nil {
+		t.Fatalf("moving the toolkit to Preinstalled: %v", err)
+	}
+	eventually(t, "the toolkit DaemonSet deleted", func() (bool, string) {
+		names := daemonSetsOf(t, c, "render")
+		return len(names) == 1 && names[0] == "gpunode-render-driver", fmt.Sprint(names)
+	})
+
+	// The pool goes: its node leaves it and is no longer held by the stack.
+	if err := c.Delete(t.Context(), pool); err != nil {
+		t.Fatal(err)
+	}
+	waitNode(t, c, "render-1", "", "")
 }
 
 func TestANodeTwoPoolsSelectIsHeldNamingBothAndLosesItsLabel(t *testing.T) {
