@@ -35,9 +35,21 @@ func (m Membership) Conflict() bool { return len(m.Matching) > 1 }
 // named in the error (the API's validation makes that rare: an operator's typo in an
 // expression).
 func Member(nodeLabels map[string]string, pools []v1alpha1.StackPool) (Membership, error) {
-	var m Membership
+	sel, err := Selectors(pools)
+	return sel.Member(nodeLabels), err
+}
+
+// PoolSelectors are the pools' node selectors, parsed once for many nodes.
+type PoolSelectors struct {
+	names     []string
+	selectors []labels.Selector
+}
+
+// Selectors parses the selectors of the pools not being deleted; a pool whose selector
+// cannot be read is left out and named in the error.
+func Selectors(pools []v1alpha1.StackPool) (PoolSelectors, error) {
+	var out PoolSelectors
 	var errs []error
-	set := labels.Set(nodeLabels)
 	for i := range pools {
 		p := &pools[i]
 		if p.DeletionTimestamp != nil {
@@ -48,12 +60,23 @@ func Member(nodeLabels map[string]string, pools []v1alpha1.StackPool) (Membershi
 			errs = append(errs, err)
 			continue
 		}
+		out.names = append(out.names, p.Name)
+		out.selectors = append(out.selectors, sel)
+	}
+	return out, errors.Join(errs...)
+}
+
+// Member decides the pools that select a node with these labels.
+func (ps PoolSelectors) Member(nodeLabels map[string]string) Membership {
+	var m Membership
+	set := labels.Set(nodeLabels)
+	for i, sel := range ps.selectors {
 		if sel.Matches(set) {
-			m.Matching = append(m.Matching, p.Name)
+			m.Matching = append(m.Matching, ps.names[i])
 		}
 	}
 	slices.Sort(m.Matching)
-	return m, errors.Join(errs...)
+	return m
 }
 
 // Selector is the pool's node selector; an empty one selects nothing (the API refuses it).

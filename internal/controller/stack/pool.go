@@ -89,11 +89,12 @@ func (r *Reconciler) judgeMembers(ctx context.Context, s *poolScope) error {
 	for _, p := range pods.Items {
 		podsOn[p.Spec.NodeName] = append(podsOn[p.Spec.NodeName], p)
 	}
+	selectors, _ := Selectors(s.pools) // a bad selector of another pool is the node pass's to log
 	for _, n := range nodes.Items {
 		if n.DeletionTimestamp != nil {
 			continue
 		}
-		m, _ := Member(n.Labels, s.pools) // a bad selector of another pool is the node pass's to log
+		m := selectors.Member(n.Labels)
 		if m.Conflict() {
 			s.facts.Conflicting = append(s.facts.Conflicting, n.Name)
 			continue
