@@ -251,3 +251,47 @@ func startControllerAfterGPUOperatorCRDs(t *testing.T) client.Client {
 	installGPUOperatorCRDs(t, c)
 	return startController(t)
 }
+
+func TestAnNVIDIADriverKeepsThePoolsDriverOffTheNodesItSelects(t *testing.T) {
+	c := startControllerAfterGPUOperatorCRDs(t)
+	cp := &unstructured.Unstructured{}
+	cp.SetGroupVersionKind(ClusterPolicyKind)
+	cp.SetName("cluster-policy-crd")
+	for path, v := range map[string]bool{"driver.useNvidiaDriverCRD": true, "toolkit.enabled": false} {
+		if err := unstructured.SetNestedField(cp.Object, v, append([]string{"spec"}, strings.Split(path, ".")...)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	create(t, c, cp)
+	nd := &unstructured.Unstructured{}
+	nd.SetGroupVersionKind(NVIDIADriverKind)
+	nd.SetName("h100-open")
+	if err := unstructured.SetNestedStringMap(nd.Object, map[string]string{"driver": "nvidia-open"}, "spec", "nodeSelector"); err != nil {
+		t.Fatal(err)
+	}
+	create(t, c, nd)
+	create(t, c, containerPool("nvd"))
+	create(t, c, node("nvd-1", map[string]string{"pool": "nvd"}))
+	create(t, c, node("nvd-2", map[string]string{"pool": "nvd", "driver": "nvidia-open"}))
+
+	waitDaemonSet(t, c, "gpunode-nvd-driver", "kept off nvd-2", func(ds *appsv1.DaemonSet) bool {
+		aff := ds.Spec.Template.Spec.Affinity
+		if aff == nil || aff.NodeAffinity == nil || aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+			return false
+		}
+		f := aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchFields[0]
+		return f.Key == "metadata.name" && f.Operator == corev1.NodeSelectorOpNotIn && len(f.Values) == 1 && f.Values[0] == "nvd-2"
+	})
+	p := waitPool(t, c, "nvd", "the NVIDIADriver named", func(p *v1alpha1.StackPool) bool {
+		return p.Status.Nodes == 2 && meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.ConditionOwnedByGPUOperator)
+	})
+	if cond := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionOwnedByGPUOperator); cond.Reason != v1alpha1.ReasonNVIDIADriver ||
+		!strings.Contains(cond.Message, "NVIDIADriver h100-open") {
+		t.Errorf("OwnedByGPUOperator = %+v, want reason NVIDIADriver naming h100-open", cond)
+	}
+	// nvd-2's driver is the GPU Operator's: no gpunode driver pod is waited for there.
+	startPod(t, c, "nvd", ComponentToolkit, "nvd-2", toolkitWanted)
+	publish(t, c, "nvd-2", driverWanted, true)
+	waitNode(t, c, "nvd-2", "nvd", "")
+	waitNode(t, c, "nvd-1", "nvd", v1alpha1.HoldReasonStackNotReady, "no pod of DaemonSet gpunode-nvd-driver")
+}
