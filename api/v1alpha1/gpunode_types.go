@@ -114,6 +114,43 @@ type GPUNodeStatus struct {
 	// +kubebuilder:validation:Enum=device-plugin;dra
 	// +optional
 	GPUAPI string `json:"gpuAPI,omitempty"`
+	// Stack is the readiness of the node's driver and container toolkit as the agent sees
+	// them (the stack controller's readiness of a StackPool's operands reads it).
+	// +optional
+	Stack *StackStatus `json:"stack,omitempty"`
+}
+
+// StackStatus is the readiness of the node's NVIDIA software stack, written by the agent
+// (field manager gpunode-agent).
+type StackStatus struct {
+	// Toolkit is ready when the container runtime's config has the nvidia runtime (or CDI)
+	// and the CDI specs for the GPUs validate: the L0 checks host.containerd and host.cdi.
+	Toolkit OperandReadiness `json:"toolkit"`
+	// Driver is ready when the GPU management library (NVML) initialises and reports the
+	// driver's version.
+	Driver OperandReadiness `json:"driver"`
+	// Paused is the GPU Operator label that paused the agent, as key=value (for example
+	// nvidia.com/gpu.deploy.driver=paused-for-driver-upgrade): while it is set the agent
+	// has released the GPUs (no NVML, no device files, no device or DRA plugin serving).
+	// +kubebuilder:validation:MaxLength=320
+	// +optional
+	Paused string `json:"paused,omitempty"`
+}
+
+// OperandReadiness is whether one operand of the node's stack works, as the agent checks it.
+type OperandReadiness struct {
+	Ready bool `json:"ready"`
+	// Version is the operand's version as the node reports it (the driver's from NVML).
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	Version string `json:"version,omitempty"`
+	// Message says what is missing while not ready, or what was checked.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Since is when Ready last changed.
+	// +optional
+	Since metav1.Time `json:"since,omitzero"`
 }
 
 // AgentStatus is the node agent's liveness, written by the agent alone (field manager
