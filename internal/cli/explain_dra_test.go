@@ -59,7 +59,7 @@ func TestExplainNodeListsTheDeviceTaintRulesItsHoldsOwn(t *testing.T) {
 
 	r = execute(t, "explain", "node", "explain-dra", "--kubeconfig", kc, "-o", "yaml")
 	r.check(t, ExitOK, []string{"deviceTaintRules:\n- devices: gpu.nvidia.com/explain-dra/gpu-3\n  effect: NoSchedule\n  hold: remediation\n  name: gpunode-explain-dra-remediation\n"}, nil)
-	execute(t, "explain", "node", "explain-dra", "--kubeconfig", kc, "-o", "table").check(t, ExitUsage, nil, []string{`-o/--output "table": must be text, json or yaml`})
+	execute(t, "explain", "node", "explain-dra", "--kubeconfig", kc, "-o", "xml").check(t, ExitUsage, nil, []string{`-o/--output "xml": must be text, table, json or yaml`})
 
 	r = execute(t, "explain", "node", "explain-dra-other", "--kubeconfig", kc)
 	r.check(t, ExitOK, []string{"device taint rule: gpunode-explain-dra-other-remediation"}, nil)
