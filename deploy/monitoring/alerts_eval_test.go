@@ -168,7 +168,7 @@ func TestAlertConditionsOnASyntheticFleet(t *testing.T) {
 			want: map[string][]string{"GPUNodeHeldTooLong": {"node=node-a,owner=remediation"}},
 		},
 		{
-			name: "a hot, idle GPU with full memory fires the seed's three telemetry alerts",
+			name: "a hot, idle GPU with full memory fires the three telemetry alerts",
 			nodes: []node{nodeA(nil), nodeB(map[string]string{
 				"DCGM_FI_DEV_GPU_TEMP/0/": "90x60", "DCGM_FI_DEV_GPU_UTIL/0/": "0x60",
 				"DCGM_FI_DEV_FB_USED/0/": "139000x60", "DCGM_FI_DEV_FB_FREE/0/": "1000x60",

@@ -102,7 +102,7 @@ func TestEveryAlertHasSeveritySummaryDescriptionAndRunbook(t *testing.T) {
 		}
 	}
 	if len(seen) < 10 {
-		t.Errorf("found %d alerts, want the seed's four and the health ones", len(seen))
+		t.Errorf("found %d alerts, want the four telemetry alerts and the health ones", len(seen))
 	}
 }
 

@@ -38,7 +38,7 @@ func TestEveryTemplateFieldHasAValueOrAReason(t *testing.T) {
 			r := Build(tc.input(t))
 			labels := r.Template.Labels()
 			if len(labels) != 15 {
-				t.Fatalf("template has %d fields, the seed's template has 15", len(labels))
+				t.Fatalf("template has %d fields, the record template has 15", len(labels))
 			}
 			for _, l := range labels {
 				hasValue, hasReason := l.Field.Value != "", l.Field.NotApplicable != ""

@@ -84,7 +84,7 @@ type Template struct {
 	ResultEvidenceURI       Field `json:"resultEvidenceUri"`
 }
 
-// Labels lists the template's fields with the seed's wording, in its order.
+// Labels lists the template's fields with the acceptance-record template's wording, in its order.
 func (t *Template) Labels() []struct {
 	Label string
 	Field *Field

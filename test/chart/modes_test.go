@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// installMode is one way to install the chart (seed 003's install modes and gpunode's own
+// installMode is one way to install the chart (the install modes docs/install.md lists and gpunode's own
 // switches) with what its manifests must show.
 type installMode struct {
 	name   string
