@@ -95,4 +95,3 @@ func flagUsages(fs *pflag.FlagSet) string {
 func anchor(path string) string {
 	return strings.ReplaceAll(strings.ToLower(path), " ", "-")
 }
-
