@@ -76,6 +76,7 @@ func newRemFleetEvery(t *testing.T, pool string, n int, every time.Duration, rp 
 // through via (a proxy); the test's own client goes straight to it.
 func newRemFleetVia(t *testing.T, pool string, n int, every time.Duration, via *rest.Config, rp v1alpha1.RemediationPolicy) *remFleet {
 	t.Helper()
+	quietLog.Do(func() { ctrl.SetLogger(logr.Discard()) }) // before the first client is made
 	cfg, c := testenv.Start(t)
 	f := &remFleet{t: t, cfg: cfg, c: c, pool: pool, every: every, via: via}
 	// The agents' client can watch, as `gpunode agent`'s does: they follow their GPUNode
