@@ -99,9 +99,10 @@ type Config struct {
 	GPUAPI string
 	// Tool identifies the build in the records (default buildinfo.Get()).
 	Tool *buildinfo.Info
-	// NoWatch turns off watching the GPUNode for the controller's requests (a Client that
-	// can watch, client.WithWatch, is watched by default); requests are then seen only at
-	// each Interval.
+	// NoWatch turns off watching the GPUNode for the controller's requests and the
+	// GPUNodePolicies for changes (a Client that can watch, client.WithWatch, is watched by
+	// default); requests are then seen only at each Interval, and every round reads the
+	// GPUNode and lists the policies.
 	NoWatch bool
 	// Steps carries out the controller's reset, reboot and power-cycle requests; nil:
 	// every request is answered Refused.
@@ -135,6 +136,9 @@ type Agent struct {
 	published published
 	parents   parents  // MIG device -> GPU, for the pod source
 	live      liveness // what the heartbeat knows of the loop (heartbeat.go)
+	watched   watched  // what the watches keep between rounds (watch.go)
+	// policyLabels are the node labels the governing policy was last chosen by (policy.go).
+	policyLabels string
 }
 
 // published remembers what was last written successfully, to skip unchanged writes.
@@ -233,6 +237,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	go func() { defer close(beatDone); a.heartbeat(ctx) }()
 	if w, canWatch := a.cfg.Client.(client.WithWatch); canWatch && !a.cfg.NoWatch {
 		go a.watchSpec(ctx, w)
+		go a.watchPolicies(ctx, w)
 	}
 	backoff := time.Duration(0)
 	for {

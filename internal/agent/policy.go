@@ -34,12 +34,46 @@ func (a *Agent) governing(ctx context.Context, nodeLabels map[string]string, cac
 
 // followPolicy gives the health monitor the thresholds of the policy that governs the node
 // now, so that the monitor judges a GPU by the same limits as acceptance does. It runs every
-// round; when the policies cannot be listed the monitor keeps the thresholds it has.
+// round, and lists the policies when the policy watch saw a change, the node's labels
+// changed, or no watch is established; when the policies cannot be listed the monitor
+// keeps the thresholds it has, and the next round lists them again.
 func (a *Agent) followPolicy(ctx context.Context, nodeLabels map[string]string) {
+	key := fingerprint(nodeLabels)
+	if a.watched.policiesWatched.Load() && !a.watched.policiesChanged.Swap(false) && key == a.policyLabels {
+		return
+	}
 	gp, err := a.governing(ctx, nodeLabels, true)
 	if err != nil {
+		a.watched.policiesChanged.Store(true)
 		a.cfg.Log.Debug("health thresholds not refreshed", "node", a.cfg.NodeName, "err", err)
 		return
 	}
+	a.policyLabels = key
 	a.mon.SetThresholds(nodepolicy.Thresholds(gp))
+}
+
+// watchPolicies follows the GPUNodePolicies, so that followPolicy lists them only after one
+// changed (or the node's labels did) instead of every round.
+func (a *Agent) watchPolicies(ctx context.Context, w client.WithWatch) {
+	a.keepWatching(ctx, "GPUNodePolicies", func(ctx context.Context) error {
+		wi, err := w.Watch(ctx, &v1alpha1.GPUNodePolicyList{})
+		if err != nil {
+			return err
+		}
+		defer wi.Stop()
+		a.watched.policiesChanged.Store(true) // a change before the watch began is not known
+		a.watched.policiesWatched.Store(true)
+		defer a.watched.policiesWatched.Store(false)
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case _, open := <-wi.ResultChan():
+				if !open {
+					return nil
+				}
+				a.watched.policiesChanged.Store(true)
+			}
+		}
+	})
 }

@@ -70,9 +70,14 @@ func (a *Agent) round(ctx context.Context) error {
 }
 
 // ensure returns the node's GPUNode, creating it at first start after holding the node. A
-// restarted agent takes lastAcceptance and its condition from the existing status.
+// restarted agent takes lastAcceptance and its condition from the existing status. Once
+// ensured, the version the GPUNode watch delivered last is taken without a read (a change of
+// the spec wakes a round as soon as it is delivered, so no request waits on it).
 func (a *Agent) ensure(ctx context.Context) (*v1alpha1.GPUNode, error) {
 	name := a.cfg.NodeName
+	if gn := a.watched.gpuNode.Load(); gn != nil && a.ensured {
+		return gn.DeepCopy(), nil
+	}
 	gn := &v1alpha1.GPUNode{}
 	err := a.cfg.Client.Get(ctx, client.ObjectKey{Name: name}, gn)
 	if err == nil {

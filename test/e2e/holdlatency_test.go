@@ -26,8 +26,9 @@ type holdWatch struct {
 	armed map[string]time.Time // node -> injection time
 	held  map[string]time.Time // node -> when the hold was first seen
 	seen  map[string]time.Time // node -> when its GPUNode first showed an unhealthy GPU
-	// done and donePub are the completed injections' latencies.
-	done, donePub []time.Duration
+	// done and donePub are the completed injections' latencies; doneCtl is, of those whose
+	// unhealthy GPU was seen first, the time from that to the hold (the controller's part).
+	done, donePub, doneCtl []time.Duration
 }
 
 // watchHolds follows the Nodes until the test ends.
@@ -114,6 +115,7 @@ func (hw *holdWatch) observe(n *corev1.Node, at time.Time) {
 	hw.done = append(hw.done, at.Sub(inj))
 	if s, ok := hw.seen[n.Name]; ok {
 		hw.donePub = append(hw.donePub, s.Sub(inj))
+		hw.doneCtl = append(hw.doneCtl, at.Sub(s))
 	}
 }
 
@@ -139,11 +141,12 @@ func (hw *holdWatch) latencies() (hold, published []time.Duration, missing []str
 	return hw.done, hw.donePub, missing
 }
 
-// all returns every completed injection's latencies.
-func (hw *holdWatch) all() (hold, published []time.Duration) {
+// all returns every completed injection's latencies: to the hold, to the published
+// health, and from the published health to the hold.
+func (hw *holdWatch) all() (hold, published, controller []time.Duration) {
 	hw.mu.Lock()
 	defer hw.mu.Unlock()
-	return slices.Clone(hw.done), slices.Clone(hw.donePub)
+	return slices.Clone(hw.done), slices.Clone(hw.donePub), slices.Clone(hw.doneCtl)
 }
 
 // XID 79 (the GPU fell off the bus) on a running node holds it: 100 injections, one on
@@ -159,6 +162,7 @@ func TestXID79HoldsTheNodeAndTheLatencyIsMeasuredOver100Injections(t *testing.T)
 		Breaker: &v1alpha1.BreakerPolicy{Threshold: &all},
 	})
 	hw := watchHolds(t)
+	dumpRequestCounts(t, f.cfg)
 	f.startControllers()
 	f.inService(5 * time.Minute) // 100 nodes accepted on a loaded 2-core CI machine
 
@@ -174,7 +178,8 @@ func TestXID79HoldsTheNodeAndTheLatencyIsMeasuredOver100Injections(t *testing.T)
 		}
 		return nil
 	})
-	hold, published := hw.all()
+	hw.writeTimeline(t)
+	hold, published, controller := hw.all()
 	if len(hold) != injections {
 		t.Fatalf("%d latencies measured, want %d", len(hold), injections)
 	}
@@ -186,10 +191,13 @@ func TestXID79HoldsTheNodeAndTheLatencyIsMeasuredOver100Injections(t *testing.T)
 	}
 	slices.Sort(hold)
 	slices.Sort(published)
+	slices.Sort(controller)
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	if len(published) > 0 {
 		t.Logf("BENCH health-published-latency xid=79 samples=%d p50_ms=%.1f p99_ms=%.1f (injection to the GPUNode showing the GPU unhealthy: the agent's part)",
 			len(published), ms(percentile(published, 50)), ms(percentile(published, 99)))
+		t.Logf("BENCH health-to-hold-latency xid=79 samples=%d p50_ms=%.1f p99_ms=%.1f (the GPUNode showing the GPU unhealthy to the hold: the controller's part)",
+			len(controller), ms(percentile(controller, 50)), ms(percentile(controller, 99)))
 	}
 	t.Logf("BENCH hold-latency xid=79 injections=%d nodes=%d p50_ms=%.1f p99_ms=%.1f max_ms=%.1f min_ms=%.1f (injections %.1f s; %d nodes already rebooted, accepted and released when the last hold was seen)",
 		len(hold), nodes, ms(percentile(hold, 50)), ms(percentile(hold, 99)), ms(hold[len(hold)-1]), ms(hold[0]), time.Since(start).Seconds(), recovered)

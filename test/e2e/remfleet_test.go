@@ -76,17 +76,22 @@ func newRemFleetEvery(t *testing.T, pool string, n int, every time.Duration, rp 
 // through via (a proxy); the test's own client goes straight to it.
 func newRemFleetVia(t *testing.T, pool string, n int, every time.Duration, via *rest.Config, rp v1alpha1.RemediationPolicy) *remFleet {
 	t.Helper()
+	quietLog.Do(func() { ctrl.SetLogger(logr.Discard()) }) // before the first client is made
 	cfg, c := testenv.Start(t)
 	f := &remFleet{t: t, cfg: cfg, c: c, pool: pool, every: every, via: via}
-	ac := c
+	// The agents' client can watch, as `gpunode agent`'s does: they follow their GPUNode
+	// and the policies through watches.
+	agentCfg := cfg
 	if via != nil {
-		s, err := testenv.Scheme()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ac, err = client.New(via, client.Options{Scheme: s}); err != nil {
-			t.Fatal(err)
-		}
+		agentCfg = via
+	}
+	s, err := testenv.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac, err := client.NewWithWatch(agentCfg, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
 	}
 	pol := &v1alpha1.GPUNodePolicy{ObjectMeta: metav1.ObjectMeta{Name: pool},
 		Spec: v1alpha1.GPUNodePolicySpec{NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{"pool": pool}},
@@ -161,7 +166,7 @@ func (f *remFleet) startControllers() (stop func()) {
 	if f.via != nil {
 		cfg = f.via
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: s, Client: remediation.ClientOptions(), Logger: logr.Discard(),
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: s, Client: remediation.ClientOptions(), Logger: controllerLogger(t),
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
 	if err != nil {
