@@ -114,6 +114,11 @@ type Config struct {
 	// Cleared keeps the XIDs recovery steps cleared across restarts (a FileCleared under
 	// the state folder); nil: kept in memory only, and a restarted agent judges them again.
 	Cleared ClearedStore
+	// OnPause is called when the GPU Operator's pause label on the node changes: with the
+	// label (key=value) when a nvidia.com/gpu.deploy.* label becomes paused-for-*, with ""
+	// when none is left. The caller releases the GPUs (platform.Driver.Pause) and reopens
+	// them; nil: the labels are only reported in status.stack.paused.
+	OnPause func(label string)
 	// Records keeps the record of each acceptance run on the node (a *record.Store in
 	// <state-dir>/records), whose newest result the agent's /metrics serves; nil: not kept.
 	Records RecordStore
@@ -135,6 +140,8 @@ type Agent struct {
 	published published
 	parents   parents  // MIG device -> GPU, for the pod source
 	live      liveness // what the heartbeat knows of the loop (heartbeat.go)
+	paused    string   // the GPU Operator label that pauses the node's GPU clients (stack.go)
+	stack     *v1alpha1.StackStatus
 }
 
 // published remembers what was last written successfully, to skip unchanged writes.
@@ -233,6 +240,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	go func() { defer close(beatDone); a.heartbeat(ctx) }()
 	if w, canWatch := a.cfg.Client.(client.WithWatch); canWatch && !a.cfg.NoWatch {
 		go a.watchSpec(ctx, w)
+		go a.watchNode(ctx, w)
 	}
 	backoff := time.Duration(0)
 	for {

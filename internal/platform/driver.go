@@ -205,6 +205,9 @@ func (d *Driver) setState(loaded bool, msg, paused string) {
 // the backend is no longer used. It fails only when ctx ends.
 func (d *Driver) Session(ctx context.Context) (b gpu.Backend, session context.Context, done func(), err error) {
 	for {
+		if ctx.Err() != nil {
+			return nil, nil, nil, fmt.Errorf("waiting for the GPU driver: %w", ctx.Err())
+		}
 		d.mu.Lock()
 		if d.inner != nil && d.session.Err() == nil {
 			b, s := d.inner, d.session
