@@ -112,8 +112,11 @@ func TestTheGPUOperatorsPauseLabelReleasesTheGPUsUntilItGoes(t *testing.T) {
 	}
 	eventually(t, "the driver is ready", func() error {
 		st, err := stackOf(c, name)
-		if err != nil || !st.Driver.Ready {
-			return fmt.Errorf("%+v %v", st, err)
+		if err != nil {
+			return err
+		}
+		if !st.Driver.Ready {
+			return fmt.Errorf("driver %+v", st.Driver)
 		}
 		return nil
 	})
