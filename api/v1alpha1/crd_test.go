@@ -30,6 +30,8 @@ func TestTheInstalledCRDsHaveTheirScopeShortNamesStatusAndPrintColumns(t *testin
 			[]string{"Priority", "Nodes", "Age"}},
 		{"AcceptanceRecord shows node, result and counts and has no status", "acceptancerecords.gpunode.dev", "ar", false,
 			[]string{"Node", "Result", "Pass", "Warn", "Fail", "Policy", "Age"}},
+		{"StackPool shows its nodes, ready nodes and the versions wanted and running", "stackpools.gpunode.dev", "sp", true,
+			[]string{"Nodes", "Ready", "Driver", "Running-Driver", "Toolkit", "Running-Toolkit", "Age"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

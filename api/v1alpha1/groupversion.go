@@ -15,7 +15,7 @@ var (
 	// SchemeBuilder registers this package's kinds with a runtime.Scheme.
 	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
-	// AddToScheme adds GPUNode, GPUNodePolicy and AcceptanceRecord (and their lists) to a scheme.
+	// AddToScheme adds GPUNode, GPUNodePolicy, AcceptanceRecord and StackPool (and their lists) to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
 
@@ -24,6 +24,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&GPUNode{}, &GPUNodeList{},
 		&GPUNodePolicy{}, &GPUNodePolicyList{},
 		&AcceptanceRecord{}, &AcceptanceRecordList{},
+		&StackPool{}, &StackPoolList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

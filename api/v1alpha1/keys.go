@@ -64,3 +64,26 @@ const (
 // HoldReasonAgentLost is the reason of the liveness hold, and so the value of the
 // gpunode.dev/unschedulable taint while it is the node's oldest hold.
 const HoldReasonAgentLost = "agent-lost"
+
+// Keys and values of stack pools (StackPool): the stack controller writes them.
+const (
+	// FieldManagerStack is the stack controller's field manager: the gpunode.dev/stack-pool
+	// label of Nodes, the operand DaemonSets and StackPool status.
+	FieldManagerStack = "gpunode-stack"
+	// HoldOwnerStack holds a node whose stack is not ready (HoldReasonStackNotReady) or
+	// that two StackPools select (HoldReasonPoolConflict).
+	HoldOwnerStack = "stack"
+	// HoldReasonPoolConflict starts the reason of the stack hold of a node matched by two
+	// or more StackPools; the rest of the reason names them.
+	HoldReasonPoolConflict = "pool-conflict"
+	// HoldReasonStackNotReady starts the reason of the stack hold of a member node whose
+	// driver or toolkit is not ready; the rest of the reason says what is missing.
+	HoldReasonStackNotReady = "stack-not-ready"
+	// LabelStackPool, on a Node, is the StackPool it belongs to (matched by that pool
+	// alone); the pool's operand DaemonSets select nodes by it. On an operand DaemonSet
+	// and its pods, it is the pool they are of.
+	LabelStackPool = "gpunode.dev/stack-pool"
+	// LabelOperandVersion, on an operand DaemonSet and its pods, is the operand version
+	// of their template.
+	LabelOperandVersion = "gpunode.dev/operand-version"
+)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/gpunode/gpunode/internal/controller/acceptance"
 	"github.com/gpunode/gpunode/internal/controller/remediation"
+	"github.com/gpunode/gpunode/internal/controller/stack"
 )
 
 // leaderElectionID names the controller's Lease.
@@ -36,6 +38,8 @@ type controllerOptions struct {
 	qps                float32
 	burst              int
 	remediation        bool
+	stack              bool
+	stackNamespace     string
 }
 
 func newControllerCommand() *cobra.Command {
@@ -56,6 +60,11 @@ reboot-node, power-cycle), each step followed by acceptance, within each pool's 
 circuit breaker, ending in Maintenance when nothing clears the fault. A pool turns it off
 with spec.remediation.disabled; docs/remediation.md has the rules.
 
+With --stack (the default) it deploys the StackPools' operands: the driver and container
+toolkit DaemonSets (updateStrategy OnDelete) in --stack-namespace, the gpunode.dev/stack-pool
+label on each member Node, and a hold (owner stack) on a member until both operands are
+ready on it, or on a Node two pools select; docs/stack.md has the model.
+
 With --leader-elect (the default) only the replica holding the Lease
 ` + leaderElectionID + ` in --leader-election-namespace acts. Metrics are served on
 --metrics-bind-address (/metrics) and liveness and readiness on --health-probe-bind-address
@@ -70,6 +79,8 @@ With --leader-elect (the default) only the replica holding the Lease
 	fs := cmd.Flags()
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the pod's service account)")
 	fs.BoolVar(&o.remediation, "remediation", true, "isolate and recover faulty GPU nodes (false: acceptance gating only)")
+	fs.BoolVar(&o.stack, "stack", true, "deploy and judge the StackPools' driver and toolkit (false: no stack pools)")
+	fs.StringVar(&o.stackNamespace, "stack-namespace", "", "namespace of the StackPools' DaemonSets (default: --leader-election-namespace, the controller's own)")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "act only while holding the leader Lease (run more than one replica safely)")
 	fs.StringVar(&o.leaderElectionNS, "leader-election-namespace", "gpunode-system", "namespace of the leader Lease")
 	fs.StringVar(&o.metricsAddress, "metrics-bind-address", ":8080", `address of the metrics endpoint ("0": off)`)
@@ -123,12 +134,17 @@ func newControllerManager(cfg *rest.Config, o *controllerOptions, again bool) (m
 	if err != nil {
 		return nil, err
 	}
+	stackNS := cmp.Or(o.stackNamespace, o.leaderElectionNS)
+	// Nothing the controllers read needs managedFields (their writes are merge patches or
+	// applies built afresh): stripping them saves about 40% of each cached GPUNode (test/scale).
+	cacheOptions := cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
+	if o.stack {
+		cacheOptions.ByObject = stack.CacheOptions(stackNS) // the operand pods alone, not every pod
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: scheme,
-		Client: remediation.ClientOptions(), // Nodes and Pods uncached: a superset of acceptance's
-		// Nothing the controllers read needs managedFields (their writes are merge patches):
-		// stripping them saves about 40% of each cached GPUNode (test/scale).
-		Cache:                         cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
+		Scheme:                        scheme,
+		Client:                        remediation.ClientOptions(), // Nodes and Pods uncached: a superset of acceptance's
+		Cache:                         cacheOptions,
 		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddress},
 		HealthProbeBindAddress:        o.healthProbeAddress,
 		LeaderElection:                o.leaderElect,
@@ -148,6 +164,13 @@ func newControllerManager(cfg *rest.Config, o *controllerOptions, again bool) (m
 	if o.remediation {
 		rr := &remediation.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(remediation.Name), Clock: clock.RealClock{}}
 		if err := rr.SetupWithManager(mgr); err != nil {
+			return nil, err
+		}
+	}
+	if o.stack {
+		sr := &stack.Reconciler{Client: mgr.GetClient(), Cache: mgr.GetCache(), Recorder: mgr.GetEventRecorder(stack.Name),
+			Clock: clock.RealClock{}, Namespace: stackNS}
+		if err := sr.SetupWithManager(mgr); err != nil {
 			return nil, err
 		}
 	}
