@@ -64,6 +64,9 @@ type Reconciler struct {
 	// KubernetesRecheck is how soon a node held by a failed layer-kubernetes check is
 	// judged again (0: DefaultKubernetesRecheck); the Node's status is not watched.
 	KubernetesRecheck time.Duration
+	// DaemonSets reads every namespace's DaemonSets for the L2 check kubernetes.operands
+	// (the manager's API reader: uncached); nil: the check skips.
+	DaemonSets client.Reader
 
 	firstPass sync.Once
 	started   time.Time // the first pass's time (watchingSince)
