@@ -157,6 +157,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	driverCtx, stopDriver := context.WithCancel(context.WithoutCancel(ctx))
 	driverDone := make(chan struct{})
 	go func() { defer close(driverDone); plat.RunDriver(driverCtx) }()
+	go logDriverState(driverCtx, plat.Driver(), log)
 	defer func() { stopDriver(); <-driverDone }() // after everything that reads the GPUs
 	backend := plat.Backend
 	var health *deviceplugin.MonitorSource

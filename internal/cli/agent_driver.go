@@ -41,3 +41,18 @@ func inDriverSessions(d *platform.Driver, log *slog.Logger, what string, run fun
 		}
 	}
 }
+
+// logDriverState logs each change of the driver's state (loaded, waiting and why, paused)
+// until ctx ends: what status.stack.driver says, in the agent's log.
+func logDriverState(ctx context.Context, d *platform.Driver, log *slog.Logger) {
+	for {
+		changed := d.Changed()
+		s := d.State()
+		log.Info("GPU driver state", "loaded", s.Loaded, "paused", s.Paused, "message", s.Message, "since", s.Since)
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		}
+	}
+}
