@@ -32,6 +32,7 @@ type DriverState struct {
 // hold the devices (the device plugin, the DRA plugin, the event watch) take a Session:
 // it ends before the backend is released.
 type Driver struct {
+	name       string // the backend's kind, before it opens
 	open       func() (gpu.Backend, error)
 	release    func(gpu.Backend) error
 	minBackoff time.Duration
@@ -56,13 +57,14 @@ type Driver struct {
 
 var _ gpu.Backend = (*Driver)(nil)
 
-// NewDriver is a Driver over open (which loads the backend) and release (which closes
-// it), with backoff between failed opens from minBackoff doubling to maxBackoff.
-func NewDriver(open func() (gpu.Backend, error), release func(gpu.Backend) error, minBackoff, maxBackoff time.Duration, log *slog.Logger) *Driver {
+// NewDriver is a Driver of the backend kind name ("nvml", "sim") over open (which loads
+// the backend) and release (which closes it), with backoff between failed opens from
+// minBackoff doubling to maxBackoff.
+func NewDriver(name string, open func() (gpu.Backend, error), release func(gpu.Backend) error, minBackoff, maxBackoff time.Duration, log *slog.Logger) *Driver {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Driver{open: open, release: release, minBackoff: minBackoff, maxBackoff: max(minBackoff, maxBackoff),
+	return &Driver{name: name, open: open, release: release, minBackoff: minBackoff, maxBackoff: max(minBackoff, maxBackoff),
 		clock: time.Now, log: log, changed: make(chan struct{}), wake: make(chan struct{}, 1),
 		state: DriverState{Message: "the driver has not been opened yet"}}
 }
@@ -255,15 +257,8 @@ func (d *Driver) seen(err error) error {
 	return err
 }
 
-// Name is the real backend's name, or "nvml" before it opened.
-func (d *Driver) Name() string {
-	b, unlock, err := d.current()
-	if err != nil {
-		return "nvml"
-	}
-	defer unlock()
-	return b.Name()
-}
+// Name is the backend's kind ("nvml" or "sim"), opened or not.
+func (d *Driver) Name() string { return d.name }
 
 // Snapshot reads the open backend.
 func (d *Driver) Snapshot(ctx context.Context) (*gpu.Snapshot, error) {

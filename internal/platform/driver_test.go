@@ -53,7 +53,7 @@ func newFlaky(t *testing.T, fails int32) (*flaky, *Driver) {
 		t.Fatal(err)
 	}
 	f := &flaky{fails: fails, b: b}
-	return f, NewDriver(f.open, f.release, time.Millisecond, 4*time.Millisecond, nil)
+	return f, NewDriver("sim", f.open, f.release, time.Millisecond, 4*time.Millisecond, nil)
 }
 
 func TestADriverThatIsNotThereIsWaitedForWithBackoff(t *testing.T) {

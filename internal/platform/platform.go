@@ -89,7 +89,7 @@ func Open(o Options) (*Platform, error) {
 		return nil, invalid("--sim-driver-version-file needs --sim")
 	}
 	if o.Sim == "" && o.WaitForDriver {
-		d := NewDriver(func() (gpu.Backend, error) { return nvml.New() }, func(b gpu.Backend) error { return b.Close() },
+		d := NewDriver("nvml", func() (gpu.Backend, error) { return nvml.New() }, func(b gpu.Backend) error { return b.Close() },
 			DriverMinBackoff, DriverMaxBackoff, o.Log)
 		return &Platform{Backend: d, driver: d, o: o}, nil
 	}
@@ -117,7 +117,7 @@ func Open(o Options) (*Platform, error) {
 		return nil, invalid("simulated GPUs: %w", err)
 	}
 	if o.WaitForDriver {
-		d := NewDriver(func() (gpu.Backend, error) {
+		d := NewDriver("sim", func() (gpu.Backend, error) {
 			if _, err := b.Snapshot(context.Background()); err != nil {
 				return nil, err
 			}
