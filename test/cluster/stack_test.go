@@ -106,7 +106,7 @@ func stackPoolContainer(t *testing.T) {
 		fmt.Sprintf(`{"source":"Container","image":%q,"version":%q}`, standInToolkit, toolkitVersion))
 	waitFor(t, "the node held by owner stack", settle, func() (bool, string) {
 		h := stackHold(gpuNode(t))
-		return h != nil && h.Reason == v1alpha1.HoldReasonStackNotReady, fmt.Sprintf("stack hold %+v", h)
+		return h != nil && strings.HasPrefix(h.Reason, v1alpha1.HoldReasonStackNotReady), fmt.Sprintf("stack hold %+v", h)
 	})
 	for _, c := range []string{"driver", "toolkit"} {
 		waitFor(t, "the pool's "+c+" pod Running and Ready", settle, func() (bool, string) {
@@ -162,7 +162,7 @@ func stackPoolConflict(t *testing.T) {
 	waitFor(t, "the node held pool-conflict with both pools named, and no pool label", settle, func() (bool, string) {
 		gn := gpuNode(t)
 		h := stackHold(gn)
-		if h == nil || h.Reason != v1alpha1.HoldReasonPoolConflict || !strings.Contains(h.Message, "standin") || !strings.Contains(h.Message, "preinstalled") {
+		if h == nil || !strings.HasPrefix(h.Reason, v1alpha1.HoldReasonPoolConflict) || !strings.Contains(h.Reason+" "+h.Message, "standin") || !strings.Contains(h.Reason+" "+h.Message, "preinstalled") {
 			return false, fmt.Sprintf("stack hold %+v", h)
 		}
 		var n corev1.Node
