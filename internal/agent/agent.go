@@ -115,6 +115,11 @@ type Config struct {
 	// Cleared keeps the XIDs recovery steps cleared across restarts (a FileCleared under
 	// the state folder); nil: kept in memory only, and a restarted agent judges them again.
 	Cleared ClearedStore
+	// OnPause is called when the GPU Operator's pause label on the node changes: with the
+	// label (key=value) when a nvidia.com/gpu.deploy.* label becomes paused-for-*, with ""
+	// when none is left. The caller releases the GPUs (platform.Driver.Pause) and reopens
+	// them; nil: the labels are only reported in status.stack.paused.
+	OnPause func(label string)
 	// Records keeps the record of each acceptance run on the node (a *record.Store in
 	// <state-dir>/records), whose newest result the agent's /metrics serves; nil: not kept.
 	Records RecordStore
@@ -139,6 +144,9 @@ type Agent struct {
 	watched   watched  // what the watches keep between rounds (watch.go)
 	// policyLabels are the node labels the governing policy was last chosen by (policy.go).
 	policyLabels string
+
+	paused    string   // the GPU Operator label that pauses the node's GPU clients (stack.go)
+	stack     *v1alpha1.StackStatus
 }
 
 // published remembers what was last written successfully, to skip unchanged writes.
@@ -238,6 +246,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	if w, canWatch := a.cfg.Client.(client.WithWatch); canWatch && !a.cfg.NoWatch {
 		go a.watchSpec(ctx, w)
 		go a.watchPolicies(ctx, w)
+
+		go a.watchNode(ctx, w)
 	}
 	backoff := time.Duration(0)
 	for {

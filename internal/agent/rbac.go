@@ -4,7 +4,7 @@ package agent
 // and granted by the chart. RBAC cannot name "this node": the chart's admission policy narrows
 // nodes, GPUNodes and records to the agent's own node.
 //
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;patch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups="",resources=nodes/status,verbs=get;patch
 // +kubebuilder:rbac:groups=gpunode.dev,resources=gpunodes,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=gpunode.dev,resources=gpunodes/status,verbs=get;patch

@@ -32,6 +32,7 @@ func (a *Agent) round(ctx context.Context) error {
 	if err := a.cfg.Client.Get(ctx, client.ObjectKey{Name: a.cfg.NodeName}, node); err != nil {
 		return fmt.Errorf("get node %q: %w", a.cfg.NodeName, err)
 	}
+	paused := a.notePause(node.Labels) // before the facts: a pause releases the GPUs
 	gn, err := a.ensure(ctx)
 	if err != nil {
 		return err
@@ -60,11 +61,13 @@ func (a *Agent) round(ctx context.Context) error {
 	st.GPUAPI = a.cfg.GPUAPI
 	st.LastAcceptance = a.last
 	st.RemediationAnswer = a.answer
+	st.Stack = stackStatus(facts, paused, a.stack, a.cfg.Clock())
 	st.Conditions = []metav1.Condition{a.conditionNow(healthCondition(facts, &st, gn.Generation))}
 	if err := a.applyStatus(ctx, st, resync); err != nil {
 		return errors.Join(accErr, err)
 	}
 	a.roundPublished()
+	a.stack = st.Stack
 	a.answerPublished(st.RemediationAnswer)
 	return errors.Join(accErr, a.applyNodeConditions(ctx, node, nodeConditions(st.Conditions[0]), resync))
 }
@@ -85,6 +88,7 @@ func (a *Agent) ensure(ctx context.Context) (*v1alpha1.GPUNode, error) {
 			a.last = gn.Status.LastAcceptance.DeepCopy()
 			a.answer = gn.Status.RemediationAnswer.DeepCopy()
 			a.condition = meta.FindStatusCondition(gn.Status.Conditions, v1alpha1.ConditionGPUHealthy)
+			a.stack = gn.Status.Stack.DeepCopy()
 			a.ensured = true
 		}
 		return gn, nil
@@ -105,7 +109,7 @@ func (a *Agent) ensure(ctx context.Context) (*v1alpha1.GPUNode, error) {
 		return nil, fmt.Errorf("create GPUNode %q: %w", name, err)
 	}
 	a.cfg.Log.Info("created GPUNode and held the node until accepted", "node", name)
-	a.last, a.pending, a.condition, a.answer, a.ensured = nil, nil, nil, nil, true
+	a.last, a.pending, a.condition, a.answer, a.stack, a.ensured = nil, nil, nil, nil, nil, true
 	a.published = published{}
 	return gn, nil
 }

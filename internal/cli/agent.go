@@ -54,6 +54,15 @@ func newAgentCommand() *cobra.Command {
 		Short: "Run the node agent: publish this node's GPUNode, labels and acceptance records",
 		Long: `Run the node agent (a DaemonSet pod on every GPU node) until interrupted.
 
+The agent starts before the driver too: while NVML cannot be initialised (no library, no
+kernel module) it retries with backoff, reports why in status.stack.driver and serves no
+GPUs; once the driver answers it goes on. While the GPU Operator pauses the node's GPU
+clients (a nvidia.com/gpu.deploy.* label set to paused-for-driver-upgrade or
+paused-for-mig-change) it releases NVML and the device files: its device or DRA plugin
+stops serving and the metrics report the GPUs unreadable, until the label goes back.
+status.stack.toolkit says whether containerd's runtime config and the CDI specs pass the
+L0 checks host.containerd and host.cdi.
+
 At first start it creates the node's GPUNode and holds the node with the taint
 gpunode.dev/not-accepted:NoSchedule until the controller accepts it. Then, every --interval
 and whenever a GPU's health changes, it publishes the GPUNode status (inventory, versions,
@@ -139,13 +148,18 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	if err != nil {
 		return err
 	}
-	plat, err := o.facts.openPlatform()
+	log := namedLogger("agent")
+	plat, err := o.facts.openAgentPlatform(log)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = plat.Close() }()
+	driverCtx, stopDriver := context.WithCancel(context.WithoutCancel(ctx))
+	driverDone := make(chan struct{})
+	go func() { defer close(driverDone); plat.RunDriver(driverCtx) }()
+	go logDriverState(driverCtx, plat.Driver(), log)
+	defer func() { stopDriver(); <-driverDone }() // after everything that reads the GPUs
 	backend := plat.Backend
-	log := namedLogger("agent")
 	var health *deviceplugin.MonitorSource
 	var a *agent.Agent
 	var sharing deviceplugin.Sharing
@@ -190,6 +204,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		Cleared:     agent.FileCleared{Path: filepath.Join(o.remediation.stateDir, "cleared-xids.json")},
 		Evidence:    o.remediation.evidence(node, plat, findingsOf(&a), pods),
 		Records:     &record.Store{Dir: filepath.Join(o.remediation.stateDir, "records")},
+		OnPause:     plat.Driver().Pause,
 	}
 	switch {
 	case draPlugin != nil:
@@ -223,11 +238,15 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	if !o.plugin.enabled && draPlugin == nil {
 		return a.Run(ctx)
 	}
-	runPlugins := draPluginRun(draPlugin)
+	runPlugins := inDriverSessions(plat.Driver(), log, "DRA plugin", draPluginRun(draPlugin))
 	if o.plugin.enabled {
-		if runPlugins, err = o.plugin.start(ctx, plat, health, sharing, o.interval, log); err != nil {
-			return err
-		}
+		runPlugins = inDriverSessions(plat.Driver(), log, "device plugin", func(ctx context.Context) error {
+			run, err := o.plugin.start(ctx, plat, health, sharing, o.interval, log)
+			if err != nil {
+				return err
+			}
+			return run(ctx)
+		})
 	}
 	// The plugins stop with the agent, whichever way the agent's loop ends.
 	pluginCtx, stopPlugin := context.WithCancel(ctx)

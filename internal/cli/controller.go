@@ -145,7 +145,8 @@ func newControllerManager(cfg *rest.Config, o *controllerOptions, again bool) (m
 	if err != nil {
 		return nil, fmt.Errorf("creating the controller manager for %s: %w", cfg.Host, err)
 	}
-	r := &acceptance.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(acceptance.Name), Clock: clock.RealClock{}}
+	r := &acceptance.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(acceptance.Name), Clock: clock.RealClock{},
+		DaemonSets: mgr.GetAPIReader()}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}

@@ -12,13 +12,15 @@ import (
 
 // gpuOptions are the flags every command that talks to GPUs takes.
 type gpuOptions struct {
-	sim        string
-	simElapsed time.Duration
+	sim           string
+	simElapsed    time.Duration
+	simDriverFile string
 }
 
 func (o *gpuOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.sim, "sim", "", "use simulated GPUs: a preset ("+joinPresets()+") or a scenario YAML file (docs/sim-scenarios.md)")
 	fs.DurationVar(&o.simElapsed, "sim-elapsed", 0, "with --sim: read the scenario as if this long had passed since the simulated node started (its timed faults up to then have happened)")
+	fs.StringVar(&o.simDriverFile, "sim-driver-version-file", "", "with --sim: the host file (under --host-root) that loads the simulated driver: absent is no driver, else its first line is the driver version (a stand-in driver container writes it)")
 }
 
 func joinPresets() string {
@@ -36,7 +38,7 @@ func joinPresets() string {
 // log. A bad or unreadable scenario is a usage error (exit 2); a missing driver is a plain
 // failure (exit 1).
 func (o *gpuOptions) openPlatform(extra platform.Options) (*platform.Platform, error) {
-	extra.Sim, extra.SimElapsed = o.sim, o.simElapsed
+	extra.Sim, extra.SimElapsed, extra.SimDriverFile = o.sim, o.simElapsed, o.simDriverFile
 	p, err := platform.Open(extra)
 	if err != nil {
 		return nil, platformError(err)

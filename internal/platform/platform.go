@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -50,14 +52,30 @@ type Options struct {
 	KernelLog string
 	// TrustUserKmsg also takes /dev/kmsg records written from user space (tests only).
 	TrustUserKmsg bool
+	// SimDriverFile (simulated GPUs only) is the host path, read under HostRoot, of the
+	// simulated driver's version file: the driver is loaded while it exists, at the version
+	// it holds (sim.WithDriverFile). Empty: always loaded, at the scenario's version.
+	SimDriverFile string
+	// WaitForDriver makes the backend a *Driver: Open does not fail without a driver, the
+	// driver is waited for with backoff (RunDriver) and can be paused (the agent).
+	WaitForDriver bool
+	// Log receives the driver's waits and releases (default: discard).
+	Log *slog.Logger
 }
+
+// Driver backoff between failed opens of a backend that waits for its driver.
+const (
+	DriverMinBackoff = time.Second
+	DriverMaxBackoff = 30 * time.Second
+)
 
 // Platform is the chosen platform of one process. Close it when done.
 type Platform struct {
 	// Backend reads the GPUs.
 	Backend gpu.Backend
 	sim     *sim.Backend  // nil on NVML
-	nvml    *nvml.Backend // nil on simulated GPUs
+	nvml    *nvml.Backend // nil on simulated GPUs, and when waiting for the driver
+	driver  *Driver       // nil unless Options.WaitForDriver
 	o       Options
 }
 
@@ -66,6 +84,14 @@ type Platform struct {
 func Open(o Options) (*Platform, error) {
 	if o.Sim == "" && o.SimElapsed != 0 {
 		return nil, invalid("--sim-elapsed needs --sim")
+	}
+	if o.Sim == "" && o.SimDriverFile != "" {
+		return nil, invalid("--sim-driver-version-file needs --sim")
+	}
+	if o.Sim == "" && o.WaitForDriver {
+		d := NewDriver("nvml", func() (gpu.Backend, error) { return nvml.New() }, func(b gpu.Backend) error { return b.Close() },
+			DriverMinBackoff, DriverMaxBackoff, o.Log)
+		return &Platform{Backend: d, driver: d, o: o}, nil
 	}
 	if o.Sim == "" {
 		b, err := nvml.New()
@@ -77,7 +103,11 @@ func Open(o Options) (*Platform, error) {
 	if o.SimElapsed < 0 {
 		return nil, invalid("--sim-elapsed %s: must not be negative", o.SimElapsed)
 	}
-	b, err := sim.Load(o.Sim, sim.WithClock(startedAgo(o.SimElapsed)))
+	opts := []sim.Option{sim.WithClock(startedAgo(o.SimElapsed))}
+	if o.SimDriverFile != "" {
+		opts = append(opts, sim.WithDriverFile(filepath.Join(hostRootOf(o), o.SimDriverFile)))
+	}
+	b, err := sim.Load(o.Sim, opts...)
 	if err != nil {
 		// A scenario file that cannot be read is bad input too: carrying on without GPU
 		// facts would read the real host and kernel log into a simulated run.
@@ -86,7 +116,27 @@ func Open(o Options) (*Platform, error) {
 		}
 		return nil, invalid("simulated GPUs: %w", err)
 	}
+	if o.WaitForDriver {
+		d := NewDriver("sim", func() (gpu.Backend, error) {
+			if _, err := b.Snapshot(context.Background()); err != nil {
+				return nil, err
+			}
+			return b, nil
+		}, func(gpu.Backend) error { return nil }, DriverMinBackoff, DriverMaxBackoff, o.Log)
+		return &Platform{Backend: d, sim: b, driver: d, o: o}, nil
+	}
 	return &Platform{Backend: b, sim: b, o: o}, nil
+}
+
+// Driver is the backend that waits for its driver (Options.WaitForDriver); nil otherwise.
+func (p *Platform) Driver() *Driver { return p.driver }
+
+// RunDriver opens the driver and keeps it open (or released while paused) until ctx
+// ends; it returns at once unless the platform waits for its driver.
+func (p *Platform) RunDriver(ctx context.Context) {
+	if p.driver != nil {
+		p.driver.Run(ctx)
+	}
 }
 
 // Close releases the GPU backend. It is safe to call more than once.
@@ -100,11 +150,13 @@ func (p *Platform) Simulated() bool { return p.sim != nil }
 func (p *Platform) Sim() *sim.Backend { return p.sim }
 
 // HostRoot is the host's root folder ("/" unless told otherwise).
-func (p *Platform) HostRoot() string {
-	if p.o.HostRoot == "" {
+func (p *Platform) HostRoot() string { return hostRootOf(p.o) }
+
+func hostRootOf(o Options) string {
+	if o.HostRoot == "" {
 		return "/"
 	}
-	return p.o.HostRoot
+	return o.HostRoot
 }
 
 // Root is the host's files.
@@ -127,6 +179,22 @@ func (p *Platform) Telemetry() (src gpu.TelemetrySource, run func(context.Contex
 	if p.nvml != nil {
 		st := nvml.NewScrapeTelemetry(p.nvml, nvml.DefaultEnergyRefresh)
 		return st, st.Run, nil
+	}
+	if p.driver != nil && p.sim == nil {
+		return p.driver, func(ctx context.Context) {
+			p.driver.runTelemetry(ctx, func(b gpu.Backend) (gpu.TelemetrySource, func(context.Context)) {
+				nb, isNVML := b.(*nvml.Backend)
+				if !isNVML {
+					ts, _ := b.(gpu.TelemetrySource)
+					return ts, func(context.Context) {}
+				}
+				st := nvml.NewScrapeTelemetry(nb, nvml.DefaultEnergyRefresh)
+				return st, st.Run
+			})
+		}, nil
+	}
+	if p.driver != nil {
+		return p.driver, func(context.Context) {}, nil
 	}
 	tel, ok := p.Backend.(gpu.TelemetrySource)
 	if !ok {

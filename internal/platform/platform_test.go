@@ -23,6 +23,7 @@ func TestBadOptionsAreInvalidAndAMissingDriverIsNot(t *testing.T) {
 		{"a preset the simulator does not have is bad input", Options{Sim: "h900x8"}, true},
 		{"a scenario file that is not there is bad input", Options{Sim: filepath.Join(t.TempDir(), "none.yaml")}, true},
 		{"no NVIDIA driver on the host is a plain failure", Options{}, false},
+		{"a driver version file without simulated GPUs is bad input", Options{SimDriverFile: "/run/nvidia/driver-version"}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -46,6 +46,12 @@ func TestTheChartOnARealCluster(t *testing.T) {
 		{"DRA: a lost GPU is tainted NoExecute and its pod evicted, and the recovery lifts the taint", draNoExecute},
 		{"DRA: an agent deleted while the kubelet prepares claims leaks none and gives no device to two claims", draAgentRestart},
 		{"a fault holds the only node and a new controller pod still schedules on it", faultHoldsTheOnlyNode},
+		{"stack: a pool of the stand-in driver and toolkit runs both, holds the node (stack) until both are ready, then it is in service", stackPoolContainer},
+		{"stack: a deleted driver pod comes back on the same version and the node returns to service", stackDriverPodDeleted},
+		{"stack: the GPU Operator's paused label releases the agent's GPUs and its removal resumes them", stackPausedByTheGPUOperator},
+		{"stack: a node two pools select is held pool-conflict, naming both", stackPoolConflict},
+		{"stack: a Preinstalled pool takes the node with the host's driver and releases it", stackPoolPreinstalled},
+		{"stack: without pools and the driver file the node is back as before", stackCleanUp},
 		{"the agent's host facts are the node's, not its container's", hostFactsFromTheNode},
 		{"helm uninstall removes the release and leaves the CRDs and the node's objects", uninstallAsDocumented},
 	}

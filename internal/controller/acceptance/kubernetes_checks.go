@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 
@@ -41,6 +42,10 @@ type KubernetesFacts struct {
 	Pods []corev1.Pod
 	// Slices are the ResourceSlices published for the Node (DRA).
 	Slices []resourcev1.ResourceSlice
+	// DaemonSets are every namespace's DaemonSets (kubernetes.operands picks the GPU
+	// operands among them); DaemonSetsErr says why they could not be read.
+	DaemonSets    []appsv1.DaemonSet
+	DaemonSetsErr error
 }
 
 // KubernetesChecks runs every L2 check on f, in a fixed order, and returns the results in
@@ -62,6 +67,8 @@ func KubernetesChecks(f KubernetesFacts) []v1alpha1.Check {
 		{CheckKubelet, "kubelet version known", "the kubelet must report node info (status.nodeInfo)", checkKubelet, ""},
 		{CheckTaints, "no foreign taint keeps GPU work off", "remove the taint, or make sure GPU workloads tolerate it", checkTaints, ""},
 		{CheckDevicePlugin, "the device-plugin pod on the node is running", "see the device-plugin pod's events and log (NVIDIA's plugin, or gpunode's agent pod with --device-plugin); run only one of them", checkDevicePlugin, v1alpha1.GPUAPIDevicePlugin},
+		{CheckOperands, "the GPU operands' DaemonSets can run on the held node",
+			"add tolerations for gpunode.dev/not-accepted and gpunode.dev/unschedulable to the DaemonSet (the GPU Operator: ClusterPolicy spec.daemonsets.tolerations; docs/install.md)", checkOperands, ""},
 		{CheckDRA, "the node's GPUs are published through DRA, tainted as their health says",
 			"see the agent's log (--dra) and `kubectl get resourceslices --field-selector spec.nodeName=NODE -o yaml`", checkDRA, v1alpha1.GPUAPIDRA},
 	}

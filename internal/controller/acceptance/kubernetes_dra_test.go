@@ -114,13 +114,13 @@ func TestOneAPIsChecksAreAppliedToANode(t *testing.T) {
 		want   []string
 	}{
 		{"a device-plugin node gets the device-plugin checks and not kubernetes.dra", keep,
-			[]string{CheckNodeReady, CheckAllocatable, CheckLabels, CheckKubelet, CheckTaints, CheckDevicePlugin}},
+			[]string{CheckNodeReady, CheckAllocatable, CheckLabels, CheckKubelet, CheckTaints, CheckDevicePlugin, CheckOperands}},
 		{"a DRA node gets kubernetes.dra and not the device-plugin checks", onDRA,
-			[]string{CheckNodeReady, CheckLabels, CheckKubelet, CheckTaints, CheckDRA}},
+			[]string{CheckNodeReady, CheckLabels, CheckKubelet, CheckTaints, CheckOperands, CheckDRA}},
 		{"a node labelled for the device plugin gets its checks even with gpunode's slice", func(f *KubernetesFacts) {
 			onDRA(f)
 			f.Node.Labels[v1alpha1.LabelGPUAPI] = v1alpha1.GPUAPIDevicePlugin
-		}, []string{CheckNodeReady, CheckAllocatable, CheckLabels, CheckKubelet, CheckTaints, CheckDevicePlugin}},
+		}, []string{CheckNodeReady, CheckAllocatable, CheckLabels, CheckKubelet, CheckTaints, CheckDevicePlugin, CheckOperands}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,9 +2,11 @@ package acceptance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -45,10 +47,9 @@ func (r *Reconciler) judgeKubernetes(ctx context.Context, s *scope, record *v1al
 	if err != nil {
 		return v, fmt.Errorf("judge layer kubernetes of GPUNode %q: %w", s.gn.Name, err)
 	}
-	j := KubernetesJudgement{
-		Record: record.Name, Gates: gates,
-		Checks: KubernetesChecks(KubernetesFacts{Node: s.node, GPUNode: s.gn, Pods: pods.Items, Slices: published}),
-	}
+	facts := KubernetesFacts{Node: s.node, GPUNode: s.gn, Pods: pods.Items, Slices: published}
+	facts.DaemonSets, facts.DaemonSetsErr = r.listDaemonSets(ctx)
+	j := KubernetesJudgement{Record: record.Name, Gates: gates, Checks: KubernetesChecks(facts)}
 	status, reason, msg := j.Condition()
 	if r.setCondition(s.gn, v1alpha1.ConditionKubernetesInventory, status, reason, msg) {
 		typ := corev1.EventTypeNormal
@@ -71,4 +72,17 @@ func (r *Reconciler) judgeKubernetes(ctx context.Context, s *scope, record *v1al
 		}
 	}
 	return out, nil
+}
+
+// listDaemonSets reads every namespace's DaemonSets through r.DaemonSets (uncached: read
+// once per judged record); nil: not read.
+func (r *Reconciler) listDaemonSets(ctx context.Context) ([]appsv1.DaemonSet, error) {
+	if r.DaemonSets == nil {
+		return nil, errors.New("the controller reads no DaemonSets")
+	}
+	var list appsv1.DaemonSetList
+	if err := r.DaemonSets.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("list DaemonSets: %w", err)
+	}
+	return list.Items, nil
 }

@@ -70,6 +70,10 @@ type Reconciler struct {
 	// so passes of different nodes may overlap: most of a pass is waiting on the API server.
 	Workers int
 
+	// DaemonSets reads every namespace's DaemonSets for the L2 check kubernetes.operands
+	// (the manager's API reader: uncached); nil: the check skips.
+	DaemonSets client.Reader
+
 	firstPass sync.Once
 	started   time.Time // the first pass's time (watchingSince)
 }

@@ -47,7 +47,7 @@ func startController(t *testing.T, options ...func(*Reconciler)) client.Client {
 	if err != nil {
 		t.Fatalf("new manager: %v", err)
 	}
-	r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(Name), Clock: clock.RealClock{}}
+	r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(Name), Clock: clock.RealClock{}, DaemonSets: mgr.GetAPIReader()}
 	for _, o := range options {
 		o(r)
 	}

@@ -27,6 +27,8 @@ type Backend struct {
 	start  time.Time
 	driver gpu.Driver
 	base   []gpu.Device
+	// driverFile, when set, says whether the driver is loaded and its version (driverfile.go).
+	driverFile string
 
 	mu     sync.Mutex
 	faults []Fault                  // the scenario's faults, then injected ones; kept sorted by At
@@ -40,7 +42,8 @@ var _ gpu.Backend = (*Backend)(nil)
 type Option func(*options)
 
 type options struct {
-	clock func() time.Time
+	clock      func() time.Time
+	driverFile string
 }
 
 // WithClock sets the clock (default time.Now). The backend's start time is read from it once,
@@ -88,7 +91,7 @@ func collect(opts []Option) options {
 // copies the scenario and validates its faults; errors wrap ErrInvalidScenario.
 func New(s *Scenario, opts ...Option) (*Backend, error) {
 	o := collect(opts)
-	b := &Backend{clock: o.clock, driver: s.Driver}
+	b := &Backend{clock: o.clock, driver: s.Driver, driverFile: o.driverFile}
 	for _, d := range s.Devices {
 		b.base = append(b.base, cloneDevice(d))
 	}
@@ -125,8 +128,12 @@ func (b *Backend) Snapshot(ctx context.Context) (*gpu.Snapshot, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("sim snapshot: %w", err)
 	}
+	driver, err := b.loadedDriver()
+	if err != nil {
+		return nil, err
+	}
 	now, st := b.now()
-	return &gpu.Snapshot{Backend: "sim", Time: now, Driver: b.driver, Devices: st.devs}, nil
+	return &gpu.Snapshot{Backend: "sim", Time: now, Driver: driver, Devices: st.devs}, nil
 }
 
 // KernelLog returns the kernel-log lines written so far (their time has come), oldest first.

@@ -57,6 +57,9 @@ func (b *Backend) Telemetry(ctx context.Context) (*gpu.Telemetry, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("sim telemetry: %w", err)
 	}
+	if _, err := b.loadedDriver(); err != nil {
+		return nil, err
+	}
 	b.mu.Lock()
 	now := b.clock()
 	faults := b.faults // never modified in place
