@@ -144,9 +144,8 @@ type Agent struct {
 	watched   watched  // what the watches keep between rounds (watch.go)
 	// policyLabels are the node labels the governing policy was last chosen by (policy.go).
 	policyLabels string
-
-	paused    string   // the GPU Operator label that pauses the node's GPU clients (stack.go)
-	stack     *v1alpha1.StackStatus
+	paused       string // the GPU Operator label that pauses the node's GPU clients (stack.go)
+	stack        *v1alpha1.StackStatus
 }
 
 // published remembers what was last written successfully, to skip unchanged writes.
