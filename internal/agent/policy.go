@@ -34,7 +34,8 @@ func (a *Agent) governing(ctx context.Context, nodeLabels map[string]string, cac
 
 // followPolicy gives the health monitor the thresholds of the policy that governs the node
 // now, so that the monitor judges a GPU by the same limits as acceptance does. It runs every
-// round; when the policies cannot be listed the monitor keeps the thresholds it has.
+// round; when the policies cannot be listed the monitor keeps the thresholds it has. The
+// policy is handed to Config.OnPolicy too (the DRA plugin's taint effect).
 func (a *Agent) followPolicy(ctx context.Context, nodeLabels map[string]string) {
 	gp, err := a.governing(ctx, nodeLabels, true)
 	if err != nil {
@@ -42,4 +43,7 @@ func (a *Agent) followPolicy(ctx context.Context, nodeLabels map[string]string) 
 		return
 	}
 	a.mon.SetThresholds(nodepolicy.Thresholds(gp))
+	if a.cfg.OnPolicy != nil {
+		a.cfg.OnPolicy(gp)
+	}
 }
