@@ -55,7 +55,10 @@ type Config struct {
 	PodUID string
 	// Resync (DefaultResync when zero) recomputes the slice without a health change.
 	Resync time.Duration
-	Log    *slog.Logger
+	// LayoutPoll (DefaultLayoutPoll when zero) is how often the MIG layout is read, when
+	// the backend can read it alone.
+	LayoutPoll time.Duration
+	Log        *slog.Logger
 }
 
 // Plugin is the running DRA plugin.
@@ -92,6 +95,9 @@ func New(cfg Config) (*Plugin, error) {
 	}
 	if cfg.Resync <= 0 {
 		cfg.Resync = DefaultResync
+	}
+	if cfg.LayoutPoll <= 0 {
+		cfg.LayoutPoll = DefaultLayoutPoll
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
@@ -158,8 +164,14 @@ func (p *Plugin) Run(ctx context.Context) error {
 	p.mu.Lock()
 	p.fail = cancel
 	p.mu.Unlock()
+	layouts, base := p.layoutSource(ctx)
 	if _, err := p.refresh(ctx); err != nil {
 		return err
+	}
+	if layouts != nil {
+		done := make(chan struct{})
+		go func(ctx context.Context) { defer close(done); p.followLayout(ctx, layouts, base) }(ctx)
+		defer func() { cancel(nil); <-done }()
 	}
 	ctx = klog.NewContext(ctx, logr.FromSlogHandler(p.cfg.Log.Handler()).WithName("dra"))
 	opts := []kubeletplugin.Option{
