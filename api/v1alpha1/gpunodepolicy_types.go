@@ -44,6 +44,27 @@ type GPUNodePolicySpec struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) == duration('0s') || duration(self) >= duration('1s')",message="agentLostAfter is 0s (off) or at least 1s"
 	// +optional
 	AgentLostAfter *metav1.Duration `json:"agentLostAfter,omitempty"`
+	// DRA is how the agent's DRA driver (gpu.gpunode.dev) publishes the GPUs' health.
+	// +optional
+	DRA DRAPolicy `json:"dra,omitzero"`
+}
+
+// The effects a DRA device taint of an unhealthy GPU may have (DRAPolicy.UnhealthyEffect).
+const (
+	DRAEffectNoSchedule = "NoSchedule"
+	DRAEffectNoExecute  = "NoExecute"
+)
+
+// DRAPolicy is how the agent's DRA driver turns a GPU's health into device taints.
+type DRAPolicy struct {
+	// UnhealthyEffect is the effect of the device taint on a GPU that is lost or needs the
+	// node rebooted or a person's service: NoSchedule (default) keeps new claims off its
+	// devices; NoExecute also evicts the pods whose claims use them (unless the claims
+	// tolerate the taint). A GPU that needs a reset or a driver reload is always tainted
+	// NoSchedule.
+	// +kubebuilder:validation:Enum=NoSchedule;NoExecute
+	// +optional
+	UnhealthyEffect string `json:"unhealthyEffect,omitempty"`
 }
 
 // ClassExpectation is the hardware one accelerator class must have (accept.Expect).

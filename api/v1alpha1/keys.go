@@ -59,6 +59,10 @@ const (
 	// HoldOwnerLiveness holds a node whose agent is lost (reason HoldReasonAgentLost): the
 	// acceptance controller places and releases it from the agent's heartbeat.
 	HoldOwnerLiveness = "liveness"
+	// HoldOwnerGPUAPI holds a node whose GPU API (device plugin or DRA) is switching: the
+	// acceptance controller places it and releases it once the node is accepted on the new
+	// API. The node's phase is then Upgrading.
+	HoldOwnerGPUAPI = "gpu-api"
 )
 
 // HoldReasonAgentLost is the reason of the liveness hold, and so the value of the

@@ -94,6 +94,10 @@ type Config struct {
 	// OnHealthChange is called (never blocking the caller for long) when a new finding may
 	// have changed a GPU's health: the device plugin pushes Unhealthy to the kubelet.
 	OnHealthChange func()
+	// OnPolicy is called, every round, with the GPUNodePolicy that governs the node
+	// (nodepolicy.BuiltIn when none selects it): the DRA plugin follows its spec.dra. It is
+	// not called in a round whose policies cannot be listed.
+	OnPolicy func(*v1alpha1.GPUNodePolicy)
 	// GPUAPI is how this agent serves the node's GPUs to pods (v1alpha1.GPUAPIDevicePlugin or
 	// GPUAPIDRA), reported as status.gpuAPI; "" when it serves neither.
 	GPUAPI string

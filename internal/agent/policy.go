@@ -36,7 +36,8 @@ func (a *Agent) governing(ctx context.Context, nodeLabels map[string]string, cac
 // now, so that the monitor judges a GPU by the same limits as acceptance does. It runs every
 // round, and lists the policies when the policy watch saw a change, the node's labels
 // changed, or no watch is established; when the policies cannot be listed the monitor
-// keeps the thresholds it has, and the next round lists them again.
+// keeps the thresholds it has, and the next round lists them again. The policy chosen is
+// handed to Config.OnPolicy too (the DRA plugin's taint effect).
 func (a *Agent) followPolicy(ctx context.Context, nodeLabels map[string]string) {
 	key := fingerprint(nodeLabels)
 	if a.watched.policiesWatched.Load() && !a.watched.policiesChanged.Swap(false) && key == a.policyLabels {
@@ -50,6 +51,9 @@ func (a *Agent) followPolicy(ctx context.Context, nodeLabels map[string]string) 
 	}
 	a.policyLabels = key
 	a.mon.SetThresholds(nodepolicy.Thresholds(gp))
+	if a.cfg.OnPolicy != nil {
+		a.cfg.OnPolicy(gp)
+	}
 }
 
 // watchPolicies follows the GPUNodePolicies, so that followPolicy lists them only after one

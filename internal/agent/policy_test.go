@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpunode/gpunode/api/v1alpha1"
+	"github.com/gpunode/gpunode/internal/nodepolicy"
 	"github.com/gpunode/gpunode/internal/testenv"
 )
 
@@ -111,4 +113,42 @@ func TestAWatchingAgentReadsItsGPUNodeAndThePoliciesOnlyWhenTheyChange(t *testin
 		}
 		return nil
 	})
+}
+
+// The DRA plugin is handed the governing policy each time it is chosen, and so follows a
+// change of its spec.dra between rounds: the built-in defaults first (no policy selects the node),
+// then the policy that asks for NoExecute.
+func TestTheDRAPluginIsHandedTheGoverningPolicyWhenItIsChosen(t *testing.T) {
+	_, c := testenv.Start(t)
+	pool := fmt.Sprintf("pool-%d", nodeSeq.Add(1))
+	name := newNode(t, c, map[string]string{"pool": pool})
+	cfg, _ := simConfig(t, c, name)
+	var mu sync.Mutex
+	var effects []string
+	cfg.OnPolicy = func(gp *v1alpha1.GPUNodePolicy) {
+		mu.Lock()
+		defer mu.Unlock()
+		effects = append(effects, nodepolicy.DRAUnhealthyEffect(gp))
+	}
+	handed := func(effect string) func() error {
+		return func() error {
+			mu.Lock()
+			defer mu.Unlock()
+			if len(effects) == 0 || effects[len(effects)-1] != effect {
+				return fmt.Errorf("the plugin was handed %v, want %s last", effects, effect)
+			}
+			return nil
+		}
+	}
+	start(t, cfg)
+	eventually(t, "the built-in defaults' NoSchedule handed over", handed(v1alpha1.DRAEffectNoSchedule))
+	p := &v1alpha1.GPUNodePolicy{ObjectMeta: metav1.ObjectMeta{Name: "evict-" + pool}, Spec: v1alpha1.GPUNodePolicySpec{
+		NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{"pool": pool}},
+		DRA:          v1alpha1.DRAPolicy{UnhealthyEffect: v1alpha1.DRAEffectNoExecute},
+	}}
+	if err := c.Create(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), p) })
+	eventually(t, "the policy's NoExecute handed over", handed(v1alpha1.DRAEffectNoExecute))
 }

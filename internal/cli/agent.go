@@ -144,6 +144,9 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		}
 		mapping = m
 	}
+	if err := o.dra.check(); err != nil {
+		return err
+	}
 	c, err := agentClient(o.kubeconfig)
 	if err != nil {
 		return err
@@ -190,6 +193,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 				draPlugin.Notify()
 			}
 		},
+		OnPolicy: followPolicy(&draPlugin),
 		Host: func(devs []gpu.Device) (*host.Reader, error) {
 			return o.facts.hostReader(&accept.Facts{GPU: &gpu.Snapshot{Devices: devs}})
 		},

@@ -2,12 +2,14 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/gpunode/gpunode/internal/dra"
 	"github.com/gpunode/gpunode/internal/labels"
 	"github.com/gpunode/gpunode/internal/monitor"
+	"github.com/gpunode/gpunode/internal/nodepolicy"
 	"github.com/gpunode/gpunode/internal/platform"
 	"github.com/gpunode/gpunode/internal/podresources"
 )
@@ -41,7 +44,8 @@ func (o *draOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.pluginDir, "dra-plugin-dir", dra.PluginDir, "the DRA plugin's folder: its socket and the checkpoint of prepared claims (the same path in the pod as on the host)")
 	fs.StringVar(&o.registryDir, "dra-registry-dir", dra.RegistryDir, "the kubelet's plugin registration folder")
 	fs.StringVar(&o.cdiDir, "dra-cdi-dir", cdispec.DefaultDir, "where each prepared claim's CDI spec is written")
-	fs.BoolVar(&o.evict, "dra-evict", false, "taint a lost GPU, or one that needs the node rebooted, NoExecute (its pods are evicted) instead of NoSchedule")
+	fs.BoolVar(&o.evict, "dra-evict", false, "no longer read: the GPUNodePolicy's spec.dra.unhealthyEffect says whether lost GPUs are tainted NoExecute")
+	_ = fs.MarkHidden("dra-evict")
 	fs.StringVar(&o.podUID, "dra-pod-uid", os.Getenv("POD_UID"), "the agent pod's UID (default $POD_UID): set, the plugin hands over to a new agent pod during a rolling update without a pause")
 }
 
@@ -88,6 +92,23 @@ func (o *draOptions) gpuAPI(ctx context.Context, c client.Client, node string, l
 	return api
 }
 
+// check refuses the flag that is gone, saying what took its place.
+func (o *draOptions) check() error {
+	if o.evict {
+		return usageError(errors.New("--dra-evict is no longer read: set spec.dra.unhealthyEffect: NoExecute in the GPUNodePolicy that governs the node"))
+	}
+	return nil
+}
+
+// followPolicy gives p (nil: nothing) the taint effect of the governing policy.
+func followPolicy(p **dra.Plugin) func(*v1alpha1.GPUNodePolicy) {
+	return func(gp *v1alpha1.GPUNodePolicy) {
+		if *p != nil {
+			(*p).SetUnhealthyEffect(resourceapi.DeviceTaintEffect(nodepolicy.DRAUnhealthyEffect(gp)))
+		}
+	}
+}
+
 // plugin builds the DRA plugin over the agent's health monitor (read through *health).
 func (o *draOptions) plugin(kubeconfig, node string, plat *platform.Platform, mapping labels.Mapping,
 	health func() []monitor.GPUHealth, log *slog.Logger) (*dra.Plugin, error) {
@@ -102,7 +123,7 @@ func (o *draOptions) plugin(kubeconfig, node string, plat *platform.Platform, ma
 	p, err := dra.New(dra.Config{NodeName: node, Client: cs, Backend: plat.Backend, Health: health,
 		Class: mapping.Class, Root: plat.Root(), Simulated: plat.Simulated(),
 		PCIeRoot:  dra.PCIeRootUnder(plat.HostRoot()),
-		PluginDir: o.pluginDir, RegistryDir: o.registryDir, CDIDir: o.cdiDir, Evict: o.evict, PodUID: o.podUID, Log: log})
+		PluginDir: o.pluginDir, RegistryDir: o.registryDir, CDIDir: o.cdiDir, PodUID: o.podUID, Log: log})
 	if err != nil {
 		return nil, usageError(fmt.Errorf("--dra: %w", err))
 	}

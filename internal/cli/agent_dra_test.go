@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -79,5 +80,16 @@ func TestTheAgentWithDRAServesTheDRAPluginInsteadOfTheDevicePlugin(t *testing.T)
 	}
 	if !bytes.Contains(errOut.Bytes(), []byte("api=dra")) {
 		t.Errorf("the agent did not log the API it serves:\n%s", errOut.String())
+	}
+}
+
+// The flag that chose NoExecute is gone: the policy says it now, and an agent given the
+// flag says so rather than run with a choice it would not honour.
+func TestTheAgentRefusesTheRemovedDRAEvictFlagAndNamesThePolicyField(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := Execute(context.Background(), []string{"agent", "--node-name", "n1", "--sim", "h100x8",
+		"--kubeconfig", unreachableKubeconfig(t), "--dra", "--dra-evict"}, &out, &errOut)
+	if code != ExitUsage || !strings.Contains(errOut.String(), "spec.dra.unhealthyEffect") {
+		t.Errorf("exit %d, stderr %q: want %d naming spec.dra.unhealthyEffect", code, errOut.String(), ExitUsage)
 	}
 }

@@ -50,7 +50,8 @@ type Facts struct {
 	// PCIeRoot is the PCIe root complex of a bus ID (deviceattribute's form), false when
 	// unknown.
 	PCIeRoot func(busID string) (string, bool)
-	// Evict: a lost GPU or one that needs the node rebooted is tainted NoExecute.
+	// Evict: a lost GPU or one that needs the node rebooted or service is tainted NoExecute
+	// (the governing policy's spec.dra.unhealthyEffect).
 	Evict bool
 }
 

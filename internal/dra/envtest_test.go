@@ -19,7 +19,8 @@ import (
 
 // A real kube-apiserver (resource.k8s.io/v1) accepts the node's slice as the plugin
 // publishes it: eight GPUs with their attributes, owned by the Node (whose deletion removes
-// it), and the health taint added and lifted as the engine decides.
+// it), and the health taint added, made NoExecute when the policy asks for it, and lifted
+// as the engine decides.
 func TestTheAPIServerAcceptsTheNodesSliceAndItsTaints(t *testing.T) {
 	cfg, _ := testenv.Start(t)
 	cs, err := kubernetes.NewForConfig(cfg)
@@ -64,6 +65,15 @@ func TestTheAPIServerAcceptsTheNodesSliceAndItsTaints(t *testing.T) {
 	}
 	out, _ := json.MarshalIndent(slice().Spec.Devices[5], "", "  ")
 	t.Logf("gpu-5 tainted, as the API server stores it:\n%s", out)
+	// The governing policy asks for NoExecute: the same taint, now evicting.
+	p.SetUnhealthyEffect(resourceapi.DeviceTaintEffectNoExecute)
+	waitFor(t, "gpu-5's taint NoExecute in the API server", func() bool {
+		s := slice()
+		return s != nil && len(s.Spec.Devices[5].Taints) == 1 && s.Spec.Devices[5].Taints[0].Effect == resourceapi.DeviceTaintEffectNoExecute
+	})
+	if n := slice().Spec.Devices[5].Taints[0]; n.Key != dra.TaintKey || n.Value != dra.ValueNeedsReboot {
+		t.Errorf("gpu-5's taint under NoExecute %+v: want %s=%s", n, dra.TaintKey, dra.ValueNeedsReboot)
+	}
 	e.health.set(*uuid, health.State{Health: health.Healthy, Action: fault.ActionNone})
 	p.Notify()
 	waitFor(t, "gpu-5's taint lifted", func() bool { s := slice(); return s != nil && len(s.Spec.Devices[5].Taints) == 0 })

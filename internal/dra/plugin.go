@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -49,14 +50,15 @@ type Config struct {
 	// RegistryDir (RegistryDir by default) the registration socket; CDIDir
 	// (cdispec.DefaultDir by default) the claims' CDI specs.
 	PluginDir, RegistryDir, CDIDir string
-	// Evict taints lost GPUs and those needing a reboot NoExecute.
-	Evict bool
 	// PodUID, when set, runs the plugin for rolling updates (two pods of the DaemonSet
 	// at once over one PluginDir).
 	PodUID string
 	// Resync (DefaultResync when zero) recomputes the slice without a health change.
 	Resync time.Duration
-	Log    *slog.Logger
+	// LayoutPoll (DefaultLayoutPoll when zero) is how often the MIG layout is read, when
+	// the backend can read it alone.
+	LayoutPoll time.Duration
+	Log        *slog.Logger
 }
 
 // Plugin is the running DRA plugin.
@@ -65,6 +67,10 @@ type Plugin struct {
 	prep    *Preparer
 	specs   *cdispec.Source
 	changed chan struct{}
+
+	// evict taints lost GPUs and those needing a reboot or service NoExecute
+	// (SetUnhealthyEffect).
+	evict atomic.Bool
 
 	mu   sync.Mutex
 	snap *gpu.Snapshot
@@ -90,6 +96,9 @@ func New(cfg Config) (*Plugin, error) {
 	if cfg.Resync <= 0 {
 		cfg.Resync = DefaultResync
 	}
+	if cfg.LayoutPoll <= 0 {
+		cfg.LayoutPoll = DefaultLayoutPoll
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
@@ -105,6 +114,19 @@ func (p *Plugin) Notify() {
 	select {
 	case p.changed <- struct{}{}:
 	default:
+	}
+}
+
+// SetUnhealthyEffect sets the effect of the device taint of a GPU that is lost or needs the
+// node rebooted or a person's service: NoExecute (its pods are evicted), or else NoSchedule
+// (the default), as the governing GPUNodePolicy's spec.dra.unhealthyEffect says. A change
+// recomputes the slice at once (and republishes it when a device is tainted). It never
+// blocks.
+func (p *Plugin) SetUnhealthyEffect(effect resourceapi.DeviceTaintEffect) {
+	evict := effect == resourceapi.DeviceTaintEffectNoExecute
+	if p.evict.Swap(evict) != evict {
+		p.cfg.Log.Info("dra: the taint effect of lost GPUs and those needing a reboot or service changed", "evict", evict)
+		p.Notify()
 	}
 }
 
@@ -142,8 +164,14 @@ func (p *Plugin) Run(ctx context.Context) error {
 	p.mu.Lock()
 	p.fail = cancel
 	p.mu.Unlock()
+	layouts, base := p.layoutSource(ctx)
 	if _, err := p.refresh(ctx); err != nil {
 		return err
+	}
+	if layouts != nil {
+		done := make(chan struct{})
+		go func(ctx context.Context) { defer close(done); p.followLayout(ctx, layouts, base) }(ctx)
+		defer func() { cancel(nil); <-done }()
 	}
 	ctx = klog.NewContext(ctx, logr.FromSlogHandler(p.cfg.Log.Handler()).WithName("dra"))
 	opts := []kubeletplugin.Option{
@@ -204,7 +232,7 @@ func (p *Plugin) refresh(ctx context.Context) (bool, error) {
 	for _, g := range p.cfg.Health() {
 		states[g.UUID] = g.State
 	}
-	inv := Devices(Facts{Snapshot: snap, Health: states, Class: p.cfg.Class, PCIeRoot: p.cfg.PCIeRoot, Evict: p.cfg.Evict})
+	inv := Devices(Facts{Snapshot: snap, Health: states, Class: p.cfg.Class, PCIeRoot: p.cfg.PCIeRoot, Evict: p.evict.Load()})
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.snap = snap

@@ -48,6 +48,9 @@ var holdPhases = map[string]v1alpha1.Phase{
 	v1alpha1.HoldOwnerRemediation: v1alpha1.PhaseQuarantined,
 	v1alpha1.HoldOwnerUpgrade:     v1alpha1.PhaseUpgrading,
 	v1alpha1.HoldOwnerOperator:    v1alpha1.PhaseMaintenance,
+	// A switch of the GPU API is a planned change of the node's GPU stack that ends with
+	// acceptance, as an upgrade is: not a person's service.
+	v1alpha1.HoldOwnerGPUAPI: v1alpha1.PhaseUpgrading,
 }
 
 // remediationPhases are the phases remediation may claim.
@@ -62,7 +65,7 @@ var remediationPhases = map[v1alpha1.Phase]bool{
 //   - a node remediation claims takes remediation's phase (Suspect, Quarantined,
 //     Recovering, Accepting, Maintenance);
 //   - a held node takes the phase of its oldest hold's owner: acceptance Accepting,
-//     upgrade Upgrading, remediation Quarantined, anyone else Maintenance;
+//     upgrade and gpu-api Upgrading, remediation Quarantined, anyone else Maintenance;
 //   - a node with no hold is InService once accepted, Discovered while its agent has
 //     published nothing, and Accepting otherwise.
 //

@@ -45,6 +45,7 @@ func TestDecide(t *testing.T) {
 		{"the oldest hold decides: remediation's before acceptance's means Quarantined", Facts{Published: true, Holds: nodeops.Holds{acceptanceHold, remediationEarlier}}, v1alpha1.PhaseQuarantined},
 		{"a node an upgrade holds is Upgrading", Facts{Accepted: true, Published: true, Holds: nodeops.Holds{upgradeHold}}, v1alpha1.PhaseUpgrading},
 		{"an upgraded node held for its acceptance run is Accepting", Facts{Published: true, Holds: nodeops.Holds{acceptanceHold}}, v1alpha1.PhaseAccepting},
+		{"a node whose GPU API switches is Upgrading", Facts{Accepted: true, Published: true, Holds: nodeops.Holds{{Owner: v1alpha1.HoldOwnerGPUAPI, Reason: "GPUAPISwitch", Since: at}}}, v1alpha1.PhaseUpgrading},
 		{"the operator's hold means Maintenance", Facts{Accepted: true, Published: true, Holds: nodeops.Holds{operatorHold}}, v1alpha1.PhaseMaintenance},
 		{"an operator's own hold means Maintenance", Facts{Accepted: true, Published: true, Holds: nodeops.Holds{{Owner: "alice", Reason: "bios", Since: at}}}, v1alpha1.PhaseMaintenance},
 		{"a node whose agent is lost is AgentLost", Facts{Accepted: true, Published: true, Holds: nodeops.Holds{livenessHold}}, v1alpha1.PhaseAgentLost},

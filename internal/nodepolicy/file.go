@@ -170,6 +170,9 @@ func validate(gp *v1alpha1.GPUNodePolicy) ([]any, string) {
 		}
 		seen[l] = true
 	}
+	if path, msg := validateDRA(gp); msg != "" {
+		return path, msg
+	}
 	// The unsigned values of acceptance's policy: the conversion cannot see a sign.
 	th, host := gp.Spec.Acceptance.Thresholds, gp.Spec.Acceptance.Host
 	for _, v := range []struct {

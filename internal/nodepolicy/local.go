@@ -32,6 +32,9 @@ func Unused(gp *v1alpha1.GPUNodePolicy) []string {
 	if !reflect.DeepEqual(s.Remediation, v1alpha1.RemediationPolicy{}) {
 		out = append(out, "spec.remediation (the controller's recovery of faulty nodes)")
 	}
+	if s.DRA != (v1alpha1.DRAPolicy{}) {
+		out = append(out, "spec.dra (the agent's DRA driver: the effect of an unhealthy GPU's device taint)")
+	}
 	if s.AgentLostAfter != nil {
 		out = append(out, "spec.agentLostAfter (the controller's watch on the agent's heartbeat)")
 	}

@@ -51,6 +51,8 @@ func TestAPolicyFileAndTheAPIServerAcceptTheSameValues(t *testing.T) {
 		{"the NVIDIA runtime can be required", "acceptance:\n  host:\n    nvidiaRuntime: required\n"},
 		{"the NVIDIA runtime cannot be \"require\"d (that is kubeletReservations' word)", "acceptance:\n  host:\n    nvidiaRuntime: require\n"},
 		{"an unknown kubelet reservations mode is not", "acceptance:\n  host:\n    kubeletReservations: strict\n"},
+		{"a DRA taint effect of NoExecute is allowed", "dra:\n  unhealthyEffect: NoExecute\n"},
+		{"a DRA taint effect of None is not", "dra:\n  unhealthyEffect: None\n"},
 		{"a layer of the API is allowed", "acceptance:\n  layers: [kubernetes]\n"},
 		{"a layer the API does not have is not", "acceptance:\n  layers: [gpu]\n"},
 	}

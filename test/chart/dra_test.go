@@ -35,7 +35,7 @@ var draModes = []installMode{
 				}
 			}
 			if slices.Contains(c.Args, "--device-plugin") || slices.Contains(c.Args, "--dra-evict") {
-				t.Errorf("args %v: neither the device plugin nor eviction is on by default", c.Args)
+				t.Errorf("args %v: no device plugin beside DRA, and eviction is the policy's, not a flag", c.Args)
 			}
 			for vol, path := range map[string]string{"kubelet-plugins": "/var/lib/kubelet/plugins",
 				"kubelet-plugins-registry": "/var/lib/kubelet/plugins_registry", "cdi-specs": "/var/run/cdi"} {
@@ -69,8 +69,8 @@ var draModes = []installMode{
 				}
 			}
 		}},
-	{"the extended-resource class serves nvidia.com/gpu through DRA, and eviction taints NoExecute",
-		"agent: {dra: {enabled: true, evict: true}}\ndra: {extendedResource: {enabled: true}}",
+	{"the extended-resource class serves nvidia.com/gpu through DRA",
+		"agent: {dra: {enabled: true}}\ndra: {extendedResource: {enabled: true}}",
 		func(t *testing.T, ms []manifest) {
 			gpu := find[*resourceapi.DeviceClass](ms, "DeviceClass", "gpu.gpunode.dev")
 			if gpu == nil || gpu.Spec.ExtendedResourceName == nil || *gpu.Spec.ExtendedResourceName != "nvidia.com/gpu" {
@@ -78,9 +78,6 @@ var draModes = []installMode{
 			}
 			if mig := find[*resourceapi.DeviceClass](ms, "DeviceClass", "mig.gpunode.dev"); mig == nil || mig.Spec.ExtendedResourceName != nil {
 				t.Errorf("class mig.gpunode.dev: %+v, want no extended resource", mig)
-			}
-			if c := container(agentDaemonSet(t, ms), "agent"); !slices.Contains(c.Args, "--dra-evict") {
-				t.Errorf("args %v lack --dra-evict", c.Args)
 			}
 		}},
 	{"the DRA plugin without the chart's classes installs none", draOn + "\ndra: {deviceClasses: {create: false}}",
@@ -239,4 +236,13 @@ func envSource(c *corev1.Container, name string) *corev1.EnvVarSource {
 		}
 	}
 	return nil
+}
+
+// agent.dra.evict is gone (the GPUNodePolicy's spec.dra.unhealthyEffect took its place): a
+// values file that still sets it is refused at helm install, naming it.
+func TestTheRemovedDRAEvictValueIsRefused(t *testing.T) {
+	_, err := renderChart(loadChart(t), "agent: {dra: {enabled: true, evict: true}}")
+	if err == nil || !strings.Contains(err.Error(), "evict") {
+		t.Errorf("agent.dra.evict rendered, or an error that does not name it: %v", err)
+	}
 }

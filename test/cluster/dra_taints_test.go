@@ -148,12 +148,13 @@ func draNoSchedule(t *testing.T) {
 }
 
 // draNoExecute runs a pod on a GPU, then injects XID 79 (fallen off the bus) into that GPU
-// while the ladder is off, with the agent tainting lost GPUs NoExecute: the device is
-// tainted, the device-taint-eviction controller evicts the pod, the kubelet has the agent
-// unprepare its claim (the claim's CDI spec goes); the ladder's recovery lifts the taint.
+// while the ladder is off, with the governing policy asking for NoExecute
+// (spec.dra.unhealthyEffect): the device is tainted NoExecute, the device-taint-eviction
+// controller evicts the pod, the kubelet has the agent unprepare its claim (the claim's CDI
+// spec goes); the ladder's recovery lifts the taint.
 func draNoExecute(t *testing.T) {
 	needDRA(t, true)
-	helmUpgrade(t, "--set", "agent.dra.evict=true")
+	kubectl(t, "patch", "gpunodepolicy", "dra-taints", "--type", "merge", "-p", `{"spec":{"dra":{"unhealthyEffect":"NoExecute"}}}`)
 	setRemediation(t, "dra-taints", false)
 	apply(t, claimPod("dra-evicted", "one-gpu", tolerateHolds))
 	claim := waitAllocated(t, "dra-evicted", "")

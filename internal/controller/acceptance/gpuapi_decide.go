@@ -16,7 +16,7 @@ import (
 const (
 	// HoldOwnerGPUAPI owns the hold of a node whose GPU API is switching; its reason is
 	// HoldReasonGPUAPISwitch.
-	HoldOwnerGPUAPI        = "gpu-api"
+	HoldOwnerGPUAPI        = v1alpha1.HoldOwnerGPUAPI
 	HoldReasonGPUAPISwitch = "GPUAPISwitch"
 	// ConditionGPUAPI is the GPUNode condition of the switch: True once the node was
 	// accepted serving through the API its reason names (ReasonServedByDRA,

@@ -129,6 +129,9 @@ func TestANodeSwitchedFromTheDevicePluginToDRAIsHeldUntilItIsAcceptedOnDRA(t *te
 	if gn.Spec.AcceptanceGeneration != 1 {
 		t.Errorf("acceptance generation %d requested before the agent changed over", gn.Spec.AcceptanceGeneration)
 	}
+	waitGPUNode(t, c, "node-switch", "phase Upgrading while it switches", func(gn *v1alpha1.GPUNode) bool {
+		return gn.Status.Phase == v1alpha1.PhaseUpgrading
+	})
 
 	reportGPUAPI(t, c, "node-switch", v1alpha1.GPUAPIDRA)
 	gn = waitGPUNode(t, c, "node-switch", "acceptance requested on DRA", func(gn *v1alpha1.GPUNode) bool { return gn.Spec.AcceptanceGeneration == 2 })

@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
@@ -109,4 +110,24 @@ func migDevices(d *server.Device) []gonvml.Device {
 		}
 	}
 	return out
+}
+
+// DGXA100MIGSwitch is DGXA100 with GPU gpu partitioned as layout only while set(true) holds
+// (the mode it reports is disabled otherwise, as after nvidia-smi -mig 0): a MIG layout
+// changed while a reader runs, safe to switch from another goroutine.
+func DGXA100MIGSwitch(gpu int, layout ...Instance) (lib gonvml.Interface, set func(partitioned bool), err error) {
+	lib, err = DGXA100(map[int][]Instance{gpu: layout})
+	if err != nil {
+		return nil, nil, err
+	}
+	d := lib.(*server.Server).Devices[gpu].(*server.Device)
+	var on atomic.Bool
+	mode := d.GetMigModeFunc
+	d.GetMigModeFunc = func() (int, int, gonvml.Return) {
+		if on.Load() {
+			return mode()
+		}
+		return gonvml.DEVICE_MIG_DISABLE, gonvml.DEVICE_MIG_DISABLE, gonvml.SUCCESS
+	}
+	return lib, on.Store, nil
 }
