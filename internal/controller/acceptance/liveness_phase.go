@@ -51,6 +51,7 @@ func (r *Reconciler) liveness(ctx context.Context, s *scope) error {
 		if err := ops.Release(ctx, s.node.Name, v1alpha1.HoldOwnerLiveness); err != nil {
 			return fmt.Errorf("release GPUNode %q, its agent back: %w", s.gn.Name, err)
 		}
+		s.released = append(s.released, v1alpha1.HoldOwnerLiveness)
 		msg := "the agent is back and its GPUs are healthy: the " + v1alpha1.HoldReasonAgentLost + " hold is released"
 		if v.Reason == v1alpha1.ReasonHeartbeatNotChecked || v.Reason == v1alpha1.ReasonNoHeartbeat {
 			msg = "the " + v1alpha1.HoldReasonAgentLost + " hold is released: " + v.Message

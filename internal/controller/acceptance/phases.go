@@ -89,6 +89,9 @@ func (r *Reconciler) evaluate(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
+	if err := r.restoreDue(ctx, s); err != nil {
+		return err
+	}
 	ops := nodeops.Ops{Client: r.Client, Clock: r.Clock.Now}
 	if v.Accepted {
 		if err := ops.Release(ctx, s.node.Name, v1alpha1.HoldOwnerAcceptance); err != nil {

@@ -99,16 +99,25 @@ func (r *Reconciler) persist(ctx context.Context, gn *v1alpha1.GPUNode, f remedi
 }
 
 // applyHold places or releases remediation's hold as the decision says; placed reports a
-// new hold placed.
-func (r *Reconciler) applyHold(ctx context.Context, gn *v1alpha1.GPUNode, d remediation.Decision) (placed bool, err error) {
+// new hold placed. A hold the decision keeps is restored when someone else removed gpunode's
+// taints from the Node (the annotation entry, which the facts show, is kept); one placed
+// again for a node whose state (before, the state the pass read) was already held is a
+// hold someone else removed. Both give a Warning Event HoldRestored.
+func (r *Reconciler) applyHold(ctx context.Context, gn *v1alpha1.GPUNode, before remediation.Phase, d remediation.Decision) (placed bool, err error) {
 	ops := nodeops.Ops{Client: r.Client, Clock: r.Clock.Now}
 	switch d.Hold {
 	case remediation.HoldPlace:
-		if err := ops.Hold(ctx, gn.Spec.NodeName, remediation.OwnerRemediation, d.HoldReason); err != nil {
+		hold := nodeops.Hold{Owner: remediation.OwnerRemediation, Reason: d.HoldReason, Since: r.Clock.Now().UTC().Truncate(time.Second)}
+		restored, err := ops.Restore(ctx, gn.Spec.NodeName, hold)
+		if err != nil {
 			return false, fmt.Errorf("hold GPUNode %q for remediation: %w", gn.Name, err)
 		}
 		if err := r.awaitHoldSeen(ctx, gn.Spec.NodeName, true); err != nil {
 			return false, err
+		}
+		if heldPhases[before] && restored.Any() {
+			r.Recorder.Eventf(gn, nil, corev1.EventTypeWarning, EventHoldRestored, "Restore",
+				"restored %s: removed by someone other than its owner while remediation is %s", restored, before)
 		}
 		r.Recorder.Eventf(gn, nil, corev1.EventTypeWarning, d.Reason, "Hold", "%s", d.HoldReason)
 		return true, nil
@@ -120,8 +129,31 @@ func (r *Reconciler) applyHold(ctx context.Context, gn *v1alpha1.GPUNode, d reme
 			return false, err
 		}
 		r.Recorder.Eventf(gn, nil, corev1.EventTypeNormal, d.Reason, "Release", "%s", d.Message)
+	case remediation.HoldKeep:
+		if d.HoldReason == "" { // not held: nothing to keep
+			return false, nil
+		}
+		hold := nodeops.Hold{Owner: remediation.OwnerRemediation, Reason: d.HoldReason, Since: r.Clock.Now().UTC().Truncate(time.Second)}
+		restored, err := ops.Restore(ctx, gn.Spec.NodeName, hold)
+		if err != nil {
+			return false, fmt.Errorf("keep GPUNode %q held for remediation: %w", gn.Name, err)
+		}
+		if restored.Any() {
+			r.Recorder.Eventf(gn, nil, corev1.EventTypeWarning, EventHoldRestored, "Restore",
+				"restored %s: removed by someone other than its owner while remediation is %s", restored, before)
+		}
 	}
 	return false, nil
+}
+
+// EventHoldRestored is the reason of the Warning Event that says remediation's hold was put
+// back after someone else removed it (acceptance.EventHoldRestored, the same reason).
+const EventHoldRestored = "HoldRestored"
+
+// heldPhases are the phases in which remediation holds the node.
+var heldPhases = map[remediation.Phase]bool{
+	remediation.PhaseQuarantined: true, remediation.PhaseRecovering: true,
+	remediation.PhaseAccepting: true, remediation.PhaseMaintenance: true,
 }
 
 // act carries out the controller's own actions; the agent's were asked for by persist.
