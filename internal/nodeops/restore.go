@@ -8,31 +8,30 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/util/retry"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/gpunode/gpunode/api/v1alpha1"
 )
 
-// Restored is what Restore put back on a node: the hold's entry in the holds annotation,
-// gpunode's taints that were missing or changed, or both.
+// Restored is what a write put back on a node that someone else had stripped: holds' entries
+// in the holds annotation, gpunode's taints that were missing or changed, or both.
 type Restored struct {
-	// Hold is the hold put back into the annotation (zero when the entry was there).
-	Hold Hold
+	// Holds are the holds put back into the annotation, with their owners' reason and since.
+	Holds Holds
 	// Taints are the taints put back, as the node now carries them.
 	Taints []corev1.Taint
 }
 
 // Any reports whether anything was restored.
-func (r Restored) Any() bool { return r.Hold.Owner != "" || len(r.Taints) > 0 }
+func (r Restored) Any() bool { return len(r.Holds) > 0 || len(r.Taints) > 0 }
 
-// String says what was restored, for an Event: "the remediation hold in annotation
-// gpunode.dev/holds and taint gpunode.dev/unschedulable=xid-79:NoSchedule".
+// String says what was restored, for an Event: "the remediation hold ("xid 79", since
+// 2026-11-29T17:01:00Z) in annotation gpunode.dev/holds and taint
+// gpunode.dev/unschedulable=xid-79:NoSchedule".
 func (r Restored) String() string {
 	var parts []string
-	if r.Hold.Owner != "" {
+	for _, h := range r.Holds {
 		parts = append(parts, fmt.Sprintf("the %s hold (%q, since %s) in annotation %s",
-			r.Hold.Owner, r.Hold.Reason, r.Hold.Since.UTC().Format(time.RFC3339), v1alpha1.AnnotationHolds))
+			h.Owner, h.Reason, h.Since.UTC().Format(time.RFC3339), v1alpha1.AnnotationHolds))
 	}
 	if len(r.Taints) > 0 {
 		ts := make([]string, 0, len(r.Taints))
@@ -51,68 +50,73 @@ func (r Restored) String() string {
 	return strings.Join(parts, " and ")
 }
 
-// RestoreHold decides how a node whose holds annotation lists annotated (parsed as is,
-// nothing adopted) and which carries taints is made to hold h again: h goes back into the
-// holds when the annotation lacks its owner (with h's reason and since: the owner's own
-// record of it), and gpunode's taints become what all the holds call for. An acceptance
-// hold adopted from the registration taint is replaced by h. Every other hold and taint is
-// kept. The inputs are not modified.
-func RestoreHold(annotated Holds, taints []corev1.Taint, created time.Time, h Hold) (Holds, []corev1.Taint, Restored) {
+// RestoreHolds is the one rule for holds someone other than their owner removed from a node.
+// annotated is the node's holds annotation, parsed as is (nothing adopted), taints its
+// taints, and due the holds their owners' own records say the node must carry. It returns
+// the holds the node must carry before any change of this write: each due hold whose owner
+// the annotation lacks goes back with its owner's reason and since (an acceptance hold
+// adopted from the registration taint is replaced by the owner's record), and every other
+// entry is kept. restored names those entries and the taints that the annotation's holds
+// and the restored ones call for that the node lacks (DesiredTaints): a stripped or changed
+// taint is put back by any write, and said. The inputs are not modified.
+func RestoreHolds(annotated Holds, taints []corev1.Taint, created time.Time, due Holds) (Holds, Restored) {
 	var out Restored
-	next, _ := AdoptRegistrationTaint(taints, annotated, created)
-	if _, ok := annotated.Find(h.Owner); !ok {
+	next := slices.Clone(annotated)
+	for _, h := range due {
+		if _, ok := annotated.Find(h.Owner); ok || h.Owner == "" {
+			continue
+		}
 		next, _ = Release(next, h.Owner)
-		next = append(slices.Clone(next), h)
-		sortHolds(next)
-		out.Hold = h
+		next = append(next, h)
+		out.Holds = append(out.Holds, h)
 	}
-	want := DesiredTaints(taints, next)
-	for _, w := range want {
+	sortHolds(next)
+	sortHolds(out.Holds)
+	for _, w := range DesiredTaints(taints, next) {
 		if Owns(w) && !slices.ContainsFunc(taints, func(t corev1.Taint) bool {
 			return t.Key == w.Key && t.Value == w.Value && t.Effect == w.Effect
 		}) {
 			out.Taints = append(out.Taints, w)
 		}
 	}
-	return next, want, out
+	next, _ = AdoptRegistrationTaint(taints, next, created)
+	if len(next) == 0 {
+		next = nil
+	}
+	return next, out
 }
 
-// Restore makes node nodeName hold h again when someone else removed it: its entry in the
-// holds annotation (RestoreHold) and gpunode's taints. The owner calls it while its own
-// state says h is due; a node that shows h already, with the taints it calls for, is not
+// written is what of restored a write that ends with holds and taints carries out: a hold
+// the write's own change released, or a taint it changed again, was not put back.
+func (r Restored) written(holds Holds, taints []corev1.Taint) Restored {
+	var out Restored
+	for _, h := range r.Holds {
+		if got, ok := holds.Find(h.Owner); ok && got.Since.Equal(h.Since) {
+			out.Holds = append(out.Holds, h)
+		}
+	}
+	for _, w := range r.Taints {
+		if slices.ContainsFunc(taints, func(t corev1.Taint) bool {
+			return t.Key == w.Key && t.Value == w.Value && t.Effect == w.Effect
+		}) {
+			out.Taints = append(out.Taints, w)
+		}
+	}
+	return out
+}
+
+// Restore makes node nodeName carry o.Due again where someone else removed any of it
+// (RestoreHolds): entries in the holds annotation and gpunode's taints. It returns the
+// node's holds as this write left them (or as it read them, when nothing was missing) and
+// what it put back. A node that shows its holds, with the taints they call for, is not
 // written. The write is one merge patch guarded by the node's resourceVersion. A malformed
 // annotation is an error wrapping ErrMalformedHolds, and nothing is written.
-func (o Ops) Restore(ctx context.Context, nodeName string, h Hold) (Restored, error) {
-	if h.Owner == "" {
-		return Restored{}, fmt.Errorf("restore a hold on node %q: empty owner", nodeName)
-	}
-	var out Restored
-	err := retry.RetryOnConflict(conflictBackoff, func() error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		node := &corev1.Node{}
-		if err := o.Client.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
-			return err
-		}
-		annotated, err := ParseHolds(node.Name, node.Annotations[v1alpha1.AnnotationHolds])
-		if err != nil {
-			return err
-		}
-		next, taints, restored := RestoreHold(annotated, node.Spec.Taints, node.CreationTimestamp.Time, h)
-		out = restored
-		if next.Render() == annotated.Render() && TaintsEqual(taints, node.Spec.Taints) {
-			return nil
-		}
-		patched := node.DeepCopy()
-		setHoldsAnnotation(patched, next)
-		patched.Spec.Taints = taints
-		return o.Client.Patch(ctx, patched, client.MergeFromWithOptions(node, client.MergeFromWithOptimisticLock{}))
-	})
+func (o Ops) Restore(ctx context.Context, nodeName string) (Holds, Restored, error) {
+	holds, restored, err := o.write(ctx, nodeName, func(h Holds) Holds { return h })
 	if err != nil {
-		return Restored{}, fmt.Errorf("restore the %s hold on node %q: %w", h.Owner, nodeName, err)
+		return nil, Restored{}, fmt.Errorf("restore the holds of node %q: %w", nodeName, err)
 	}
-	return out, nil
+	return holds, restored, nil
 }
 
 // HoldsChanged reports whether a Node's holds changed from old to new as gpunode sees

@@ -1,10 +1,13 @@
 package nodeops
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -13,89 +16,105 @@ import (
 	"github.com/gpunode/gpunode/internal/testenv"
 )
 
-func TestRestoreHold(t *testing.T) {
+func TestRestoreHolds(t *testing.T) {
 	failed := Hold{Owner: v1alpha1.HoldOwnerAcceptance, Reason: "gpu-count: 7 GPUs found", Since: t0}
+	operator := Hold{Owner: "operator", Reason: "rack move", Since: t2}
 	cases := []struct {
 		name         string
 		annotated    Holds
 		taints       []corev1.Taint
-		hold         Hold
+		due          Holds
 		wantHolds    Holds
-		wantTaints   []corev1.Taint
-		wantHold     bool
-		wantRestored []string
+		wantRestored []string // holds by owner, then taints
 	}{
 		{
-			name: "a hold stripped of its entry and its taints gets both back", hold: failed,
-			wantHolds: Holds{failed}, wantTaints: []corev1.Taint{notAccepted, unschedulable("gpu-count-7-GPUs-found")},
-			wantHold: true, wantRestored: []string{notAccepted.ToString(), "gpunode.dev/unschedulable=gpu-count-7-GPUs-found:NoSchedule"},
+			name: "a hold stripped of its entry and its taints gets both back", due: Holds{failed},
+			wantHolds:    Holds{failed},
+			wantRestored: []string{"acceptance", notAccepted.ToString(), "gpunode.dev/unschedulable=gpu-count-7-GPUs-found:NoSchedule"},
 		},
 		{
 			name:      "a hold stripped of its taints only gets the taints back and keeps its entry",
-			annotated: Holds{{Owner: failed.Owner, Reason: "older reason", Since: t1}}, taints: []corev1.Taint{foreign}, hold: failed,
+			annotated: Holds{{Owner: failed.Owner, Reason: "older reason", Since: t1}}, taints: []corev1.Taint{foreign}, due: Holds{failed},
 			wantHolds:    Holds{{Owner: failed.Owner, Reason: "older reason", Since: t1}},
-			wantTaints:   []corev1.Taint{foreign, notAccepted, unschedulable("older-reason")},
 			wantRestored: []string{notAccepted.ToString(), "gpunode.dev/unschedulable=older-reason:NoSchedule"},
 		},
 		{
 			name:      "a hold stripped of its entry only gets the entry back and keeps the taints",
-			annotated: nil, taints: []corev1.Taint{unschedulable("xid-79")}, hold: remediateXID,
-			wantHolds: Holds{remediateXID}, wantTaints: []corev1.Taint{unschedulable("xid-79")}, wantHold: true,
+			annotated: nil, taints: []corev1.Taint{unschedulable("xid-79")}, due: Holds{remediateXID},
+			wantHolds: Holds{remediateXID}, wantRestored: []string{"remediation"},
 		},
 		{
 			name:   "an acceptance hold adopted from the registration taint is replaced by the owner's record",
-			taints: []corev1.Taint{notAccepted}, hold: failed,
-			wantHolds: Holds{failed}, wantTaints: []corev1.Taint{notAccepted, unschedulable("gpu-count-7-GPUs-found")},
-			wantHold: true, wantRestored: []string{"gpunode.dev/unschedulable=gpu-count-7-GPUs-found:NoSchedule"},
+			taints: []corev1.Taint{notAccepted}, due: Holds{failed},
+			wantHolds:    Holds{failed},
+			wantRestored: []string{"acceptance", "gpunode.dev/unschedulable=gpu-count-7-GPUs-found:NoSchedule"},
+		},
+		{
+			name:      "a registration taint with nothing due is adopted and not called a restore",
+			taints:    []corev1.Taint{notAccepted},
+			wantHolds: Holds{{Owner: v1alpha1.HoldOwnerAcceptance, Reason: "registered not accepted", Since: t0}},
 		},
 		{
 			name:      "a node that shows the hold and its taints needs nothing",
-			annotated: Holds{remediateXID}, taints: []corev1.Taint{unschedulable("xid-79")}, hold: remediateXID,
-			wantHolds: Holds{remediateXID}, wantTaints: []corev1.Taint{unschedulable("xid-79")},
+			annotated: Holds{remediateXID}, taints: []corev1.Taint{unschedulable("xid-79")}, due: Holds{remediateXID},
+			wantHolds: Holds{remediateXID},
 		},
 		{
 			name:      "another owner's hold and a foreign taint are kept, and the oldest hold names the taint",
-			annotated: Holds{{Owner: "operator", Reason: "rack move", Since: t2}}, taints: []corev1.Taint{foreign}, hold: remediateXID,
-			wantHolds:  Holds{{Owner: "operator", Reason: "rack move", Since: t2}, remediateXID},
-			wantTaints: []corev1.Taint{foreign, unschedulable("xid-79")}, wantHold: true,
-			wantRestored: []string{"gpunode.dev/unschedulable=xid-79:NoSchedule"},
+			annotated: Holds{operator}, taints: []corev1.Taint{foreign}, due: Holds{remediateXID},
+			wantHolds:    Holds{operator, remediateXID},
+			wantRestored: []string{"remediation", "gpunode.dev/unschedulable=xid-79:NoSchedule"},
+		},
+		{
+			name:      "the stripped taint of a hold nobody said is due comes back with any write, and is said",
+			annotated: Holds{operator}, taints: []corev1.Taint{foreign},
+			wantHolds: Holds{operator}, wantRestored: []string{"gpunode.dev/unschedulable=rack-move:NoSchedule"},
+		},
+		{
+			name:      "two due holds stripped together both come back",
+			due:       Holds{remediateXID, failed},
+			wantHolds: Holds{failed, remediateXID},
+			wantRestored: []string{"acceptance", "remediation", notAccepted.ToString(),
+				"gpunode.dev/unschedulable=gpu-count-7-GPUs-found:NoSchedule"},
 		},
 		{
 			name:      "a changed unschedulable value is put back",
-			annotated: Holds{remediateXID}, taints: []corev1.Taint{unschedulable("free")}, hold: remediateXID,
-			wantHolds: Holds{remediateXID}, wantTaints: []corev1.Taint{unschedulable("xid-79")},
-			wantRestored: []string{"gpunode.dev/unschedulable=xid-79:NoSchedule"},
+			annotated: Holds{remediateXID}, taints: []corev1.Taint{unschedulable("free")}, due: Holds{remediateXID},
+			wantHolds: Holds{remediateXID}, wantRestored: []string{"gpunode.dev/unschedulable=xid-79:NoSchedule"},
 		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			before := tc.annotated.Render()
-			holds, taints, r := RestoreHold(tc.annotated, tc.taints, t0, tc.hold)
-			if !holds.Equal(tc.wantHolds) || !TaintsEqual(taints, tc.wantTaints) {
-				t.Errorf("RestoreHold = %v, %v; want %v, %v", holds, taints, tc.wantHolds, tc.wantTaints)
-			}
-			if (r.Hold.Owner != "") != tc.wantHold || (tc.wantHold && !r.Hold.Since.Equal(tc.hold.Since)) {
-				t.Errorf("restored hold %+v, want restored %v with since %s", r.Hold, tc.wantHold, tc.hold.Since)
+			before, dueBefore := tc.annotated.Render(), tc.due.Render()
+			holds, r := RestoreHolds(tc.annotated, tc.taints, t0, tc.due)
+			if !holds.Equal(tc.wantHolds) {
+				t.Errorf("RestoreHolds = %v, want %v", holds, tc.wantHolds)
 			}
 			var got []string
+			for _, h := range r.Holds {
+				got = append(got, h.Owner)
+				if d, _ := tc.due.Find(h.Owner); !h.Since.Equal(d.Since) || h.Reason != d.Reason {
+					t.Errorf("restored hold %+v, want the owner's record %+v", h, d)
+				}
+			}
 			for _, tt := range r.Taints {
 				got = append(got, tt.ToString())
 			}
 			if strings.Join(got, ",") != strings.Join(tc.wantRestored, ",") {
-				t.Errorf("restored taints %v, want %v", got, tc.wantRestored)
+				t.Errorf("restored %v, want %v", got, tc.wantRestored)
 			}
-			if r.Any() != (tc.wantHold || len(tc.wantRestored) > 0) {
+			if r.Any() != (len(tc.wantRestored) > 0) {
 				t.Errorf("Any() = %v for %+v", r.Any(), r)
 			}
-			if tc.annotated.Render() != before {
-				t.Errorf("RestoreHold modified its input")
+			if tc.annotated.Render() != before || tc.due.Render() != dueBefore {
+				t.Errorf("RestoreHolds modified its input")
 			}
 		})
 	}
 }
 
 func TestRestoredSaysWhatWasPutBack(t *testing.T) {
-	r := Restored{Hold: remediateXID, Taints: []corev1.Taint{unschedulable("xid-79")}}
+	r := Restored{Holds: Holds{remediateXID}, Taints: []corev1.Taint{unschedulable("xid-79")}}
 	want := `the remediation hold ("xid 79", since 2026-11-29T17:01:00Z) in annotation gpunode.dev/holds and taint gpunode.dev/unschedulable=xid-79:NoSchedule`
 	if got := r.String(); got != want {
 		t.Errorf("String() = %q, want %q", got, want)
@@ -144,13 +163,17 @@ func TestOpsRestorePutsBackAStrippedHoldAndWritesNothingWhenItIsThere(t *testing
 		n.Spec.Taints = []corev1.Taint{foreign}
 		n.Annotations = map[string]string{"example.com/keep": "yes"}
 	})
-	ops := Ops{Client: c}
-	r, err := ops.Restore(t.Context(), "restore-1", remediateXID)
+	var told []Restored
+	ops := Ops{Client: c, Due: Holds{remediateXID}, Restored: func(r Restored) { told = append(told, r) }}
+	after, r, err := ops.Restore(t.Context(), "restore-1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Hold.Owner != v1alpha1.HoldOwnerRemediation || len(r.Taints) != 1 {
+	if len(r.Holds) != 1 || r.Holds[0].Owner != v1alpha1.HoldOwnerRemediation || len(r.Taints) != 1 {
 		t.Errorf("restored %+v, want the remediation entry and its taint", r)
+	}
+	if !after.Equal(Holds{remediateXID}) || len(told) != 1 || told[0].String() != r.String() {
+		t.Errorf("Restore left %v and told %v, want the restored hold and one report of it", after, told)
 	}
 	node := &corev1.Node{}
 	if err := admin.Get(t.Context(), client.ObjectKey{Name: "restore-1"}, node); err != nil {
@@ -164,11 +187,11 @@ func TestOpsRestorePutsBackAStrippedHoldAndWritesNothingWhenItIsThere(t *testing
 		t.Errorf("taints %v, want the foreign taint kept and the unschedulable one", node.Spec.Taints)
 	}
 	patches := w.patches.Load()
-	if r, err := ops.Restore(t.Context(), "restore-1", remediateXID); err != nil || r.Any() {
-		t.Errorf("a second Restore = %+v, %v; want nothing restored", r, err)
+	if after, r, err := ops.Restore(t.Context(), "restore-1"); err != nil || r.Any() || !after.Equal(Holds{remediateXID}) {
+		t.Errorf("a second Restore = %v, %+v, %v; want the hold shown and nothing restored", after, r, err)
 	}
-	if w.patches.Load() != patches {
-		t.Errorf("a second Restore wrote the node")
+	if w.patches.Load() != patches || len(told) != 1 {
+		t.Errorf("a second Restore wrote the node or told of a restore (%d reports)", len(told))
 	}
 }
 
@@ -177,8 +200,68 @@ func TestOpsRestoreRefusesAMalformedAnnotation(t *testing.T) {
 	createNode(t, c, "restore-bad", func(n *corev1.Node) {
 		n.Annotations = map[string]string{v1alpha1.AnnotationHolds: "{not json"}
 	})
-	_, err := Ops{Client: c}.Restore(t.Context(), "restore-bad", remediateXID)
+	_, _, err := Ops{Client: c, Due: Holds{remediateXID}}.Restore(t.Context(), "restore-bad")
 	if !errors.Is(err, ErrMalformedHolds) || !strings.Contains(err.Error(), "restore-bad") {
 		t.Errorf("Restore = %v, want ErrMalformedHolds naming the node", err)
+	}
+}
+
+func TestAHoldStrippedJustBeforeAnOwnersWriteComesBackWithItsSince(t *testing.T) {
+	failed := Hold{Owner: v1alpha1.HoldOwnerAcceptance, Reason: "gpu-count: 7 GPUs found", Since: t0}
+	cases := []struct {
+		name  string
+		write func(o Ops, ctx context.Context, node string) error
+	}{
+		{"the owner re-takes its hold with a new reason", func(o Ops, ctx context.Context, node string) error {
+			return o.Hold(ctx, node, v1alpha1.HoldOwnerAcceptance, "gpu-count: 6 GPUs found")
+		}},
+		{"another hold of the same owner's controller is released", func(o Ops, ctx context.Context, node string) error {
+			return o.Release(ctx, node, "gpu-api")
+		}},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, admin := testenv.Start(t)
+			name := fmt.Sprintf("strip-before-write-%d", i)
+			held := Holds{failed, {Owner: "gpu-api", Reason: "switch", Since: t1}}
+			createNode(t, admin, name, func(n *corev1.Node) {
+				n.Annotations = map[string]string{v1alpha1.AnnotationHolds: held.Render()}
+				n.Spec.Taints = DesiredTaints(nil, held)
+			})
+			// Someone strips the whole hold after the owner's write read the Node: the write
+			// conflicts and reads again.
+			var w writes
+			c := counted(t, cfg, &w, func(ctx context.Context, _ client.Object) {
+				node := getNode(t, admin, name)
+				delete(node.Annotations, v1alpha1.AnnotationHolds)
+				node.Spec.Taints = nil
+				if err := admin.Update(ctx, node); err != nil {
+					t.Errorf("stripping the hold: %v", err)
+				}
+			})
+			var told []Restored
+			ops := Ops{Client: c, Clock: func() time.Time { return t2 }, Due: Holds{failed},
+				Restored: func(r Restored) { told = append(told, r) }}
+			if err := tc.write(ops, t.Context(), name); err != nil {
+				t.Fatal(err)
+			}
+			node := getNode(t, admin, name)
+			holds, err := ParseHolds(name, node.Annotations[v1alpha1.AnnotationHolds])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h, ok := holds.Find(v1alpha1.HoldOwnerAcceptance); !ok || !h.Since.Equal(t0) {
+				t.Errorf("holds %v, want the acceptance hold back with its since %s", holds, t0)
+			}
+			if _, ok := ownedTaints(node)[v1alpha1.TaintNotAccepted]; !ok || len(ownedTaints(node)) != 2 {
+				t.Errorf("taints %v, want not-accepted and unschedulable", node.Spec.Taints)
+			}
+			if w.conflicts.Load() == 0 {
+				t.Errorf("the strip did not race the write (no conflict): the test tested nothing")
+			}
+			if len(told) != 1 || len(told[0].Holds) != 1 || !told[0].Holds[0].Since.Equal(t0) {
+				t.Errorf("told %v, want one report of the acceptance hold restored with since %s", told, t0)
+			}
+		})
 	}
 }

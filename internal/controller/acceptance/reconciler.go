@@ -178,6 +178,8 @@ type scope struct {
 	policy *v1alpha1.GPUNodePolicy
 	result ctrl.Result
 	latest *v1alpha1.GPUNode // read from the API server to decide restores (restore.go)
+	// due are the holds the GPUNode's status said were due when the pass began (DueHolds).
+	due []DueHold
 	// released are the owners whose hold this pass released: not restored in the same pass.
 	released []string
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -64,9 +65,10 @@ func DueHolds(st *v1alpha1.GPUNodeStatus) []DueHold {
 
 // restore puts back each hold DueHolds names that the Node no longer shows in full (its
 // entry in the holds annotation or the taints it calls for): someone who may patch Nodes
-// removed it. Each one restored gives a Warning Event HoldRestored on the GPUNode and the
-// Node that names what was put back. A malformed holds annotation is left for reflect to
-// report.
+// removed it. It also fixes what due holds this pass sees: every later write of the Node's
+// holds in the pass (ops) puts them back first, so that a hold stripped after this phase
+// read the Node is restored with its since and its Event, never re-placed as a new hold. A
+// malformed holds annotation is left for reflect to report.
 func (r *Reconciler) restore(ctx context.Context, s *scope) error {
 	if s.node == nil {
 		return nil
@@ -75,31 +77,24 @@ func (r *Reconciler) restore(ctx context.Context, s *scope) error {
 	if latest == nil || err != nil {
 		return err
 	}
-	due := DueHolds(&latest.Status)
-	if len(due) == 0 {
-		return nil
-	}
+	s.due = DueHolds(&latest.Status)
 	annotated, err := nodeops.ParseHolds(s.node.Name, s.node.Annotations[v1alpha1.AnnotationHolds])
 	if err != nil {
 		log.FromContext(ctx).Error(err, "the holds of the GPUNode's Node are not restored")
 		return nil
 	}
-	restored := false
-	for _, d := range due {
-		if _, _, want := nodeops.RestoreHold(annotated, s.node.Spec.Taints, s.node.CreationTimestamp.Time, d.Hold); !want.Any() {
-			continue
-		}
-		got, err := r.restoreHold(ctx, s, d.Hold.Owner)
-		if errors.Is(err, nodeops.ErrMalformedHolds) {
-			log.FromContext(ctx).Error(err, "the holds of the GPUNode's Node are not restored")
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		restored = restored || got
+	if _, missing := nodeops.RestoreHolds(annotated, s.node.Spec.Taints, s.node.CreationTimestamp.Time, s.dueHolds()); !missing.Any() {
+		return nil // the Node as this pass read it shows everything: no write, no read
 	}
-	if !restored {
+	_, restored, err := r.ops(ctx, s).Restore(ctx, s.node.Name)
+	if errors.Is(err, nodeops.ErrMalformedHolds) {
+		log.FromContext(ctx).Error(err, "the holds of the GPUNode's Node are not restored")
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("restore the holds of GPUNode %q: %w", s.gn.Name, err)
+	}
+	if !restored.Any() {
 		return nil
 	}
 	node := &corev1.Node{} // the later phases judge and mirror the Node as it is now
@@ -110,53 +105,44 @@ func (r *Reconciler) restore(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// restoreDue restores every hold DueHolds names: a phase that writes the Node's holds calls
-// it first, since nodeops puts back the taints the holds call for on any write, so that a
-// hold removed after this pass read the Node is restored with its Event rather than
-// silently.
-func (r *Reconciler) restoreDue(ctx context.Context, s *scope) error {
-	latest, err := r.latest(ctx, s)
-	if latest == nil || err != nil {
-		return err
-	}
-	for _, d := range DueHolds(&latest.Status) {
-		if slices.Contains(s.released, d.Hold.Owner) {
-			continue
-		}
-		if _, err := r.restoreHold(ctx, s, d.Hold.Owner); err != nil && !errors.Is(err, nodeops.ErrMalformedHolds) {
-			return err
+// dueHolds are the holds this pass must keep on the Node: those DueHolds named when the pass
+// began, but the ones the pass itself released.
+func (s *scope) dueHolds() nodeops.Holds {
+	var out nodeops.Holds
+	for _, d := range s.due {
+		if !slices.Contains(s.released, d.Hold.Owner) {
+			out = append(out, d.Hold)
 		}
 	}
-	return nil
+	return out
 }
 
-// restoreHold puts owner's hold back on s's Node (nodeops.Ops.Restore) when the GPUNode's
-// status read from the API server, not the cache, still says it is due: the pass that
-// released a hold writes the status at its end, and the Node's change starts the next pass
-// on a cache that may not show that write yet. When anything was put back it emits
-// HoldRestored on the GPUNode and the Node; restored reports that it did.
-func (r *Reconciler) restoreHold(ctx context.Context, s *scope, owner string) (restored bool, err error) {
-	latest, err := r.latest(ctx, s)
-	if latest == nil || err != nil {
-		return false, err
+// ops writes s's Node's holds for this pass: each write first puts back the pass's due holds
+// and the taints the Node's holds call for, wherever someone else removed them, and says so
+// (restored). Every write of the Node's holds by this controller goes through it.
+func (r *Reconciler) ops(ctx context.Context, s *scope) nodeops.Ops {
+	return nodeops.Ops{
+		Client: r.Client, Clock: r.Clock.Now, Due: s.dueHolds(),
+		Restored: func(got nodeops.Restored) { r.restored(ctx, s, got) },
 	}
-	i := slices.IndexFunc(DueHolds(&latest.Status), func(d DueHold) bool { return d.Hold.Owner == owner })
-	if i < 0 {
-		return false, nil
+}
+
+// restored emits the Warning Event HoldRestored on the GPUNode and the Node for what a write
+// put back, naming it and why it was due.
+func (r *Reconciler) restored(ctx context.Context, s *scope, got nodeops.Restored) {
+	var why []string
+	for _, d := range s.due {
+		if _, ok := got.Holds.Find(d.Hold.Owner); ok || len(got.Holds) == 0 {
+			why = append(why, d.Why)
+		}
 	}
-	d := DueHolds(&latest.Status)[i]
-	got, err := nodeops.Ops{Client: r.Client, Clock: r.Clock.Now}.Restore(ctx, s.node.Name, d.Hold)
-	if err != nil {
-		return false, fmt.Errorf("restore the holds of GPUNode %q: %w", s.gn.Name, err)
+	if len(why) == 0 {
+		why = []string{"the Node's holds call for them"}
 	}
-	if !got.Any() {
-		return false, nil
-	}
-	msg := truncate(fmt.Sprintf("restored %s: removed by someone other than its owner while %s", got, d.Why), maxEventNote)
-	log.FromContext(ctx).Info("restored a hold someone else removed", "node", s.node.Name, "owner", owner, "restored", got.String())
+	msg := truncate(fmt.Sprintf("restored %s: removed by someone other than its owner while %s", got, strings.Join(why, "; ")), maxEventNote)
+	log.FromContext(ctx).Info("restored a hold someone else removed", "node", s.node.Name, "restored", got.String())
 	r.Recorder.Eventf(s.gn, s.node, corev1.EventTypeWarning, EventHoldRestored, "Restore", "%s", msg)
 	r.Recorder.Eventf(s.node, s.gn, corev1.EventTypeWarning, EventHoldRestored, "Restore", "%s", msg)
-	return true, nil
 }
 
 // latest is s's GPUNode read from the API server, once a pass: the cache may lag behind the

@@ -1,8 +1,10 @@
 package acceptance
 
 import (
+	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +16,13 @@ import (
 	v1alpha1 "github.com/gpunode/gpunode/api/v1alpha1"
 	"github.com/gpunode/gpunode/internal/nodeops"
 )
+
+// runs numbers the runs of a test in this process, so that a test run again (-count) on the
+// package's one API server names objects of its own.
+var runs atomic.Int64
+
+// fresh is name with this run's number: the objects of an earlier run stay on the API server.
+func fresh(name string) string { return fmt.Sprintf("%s-%d", name, runs.Add(1)) }
 
 // strip removes what a person with Node-patch rights removes from Node name: the holds
 // annotation, gpunode's taints, or both, in one update.
@@ -92,6 +101,7 @@ func TestAStrippedAcceptanceHoldOfAFailedNodeComesBackWithAnEvent(t *testing.T) 
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			tc.node = fresh(tc.node)
 			failAcceptance(t, c, tc.node)
 			holds, _ := nodeHolds(t, c, tc.node)
 			before, _ := holds.Find(v1alpha1.HoldOwnerAcceptance)
@@ -133,7 +143,7 @@ func TestAStrippedAcceptanceHoldOfAFailedNodeComesBackWithAnEvent(t *testing.T) 
 
 func TestAnAcceptanceHoldReleasedByAPassingRunIsNotRestored(t *testing.T) {
 	c := startController(t)
-	const name = "restore-passed"
+	name := fresh("restore-passed")
 	failAcceptance(t, c, name)
 
 	// The node is repaired and accepted again: the passing run releases the hold.
@@ -171,7 +181,7 @@ func TestAnAcceptanceHoldReleasedByAPassingRunIsNotRestored(t *testing.T) {
 
 func TestAStrippedLivenessHoldComesBackWhileTheAgentIsLost(t *testing.T) {
 	c := startController(t)
-	const name = "strip-lost"
+	name := fresh("strip-lost")
 	p := policy(name, 10, map[string]string{"fleet": name}, 8)
 	p.Spec.AgentLostAfter = &metav1.Duration{Duration: testLostAfter}
 	createPolicy(t, c, p)
