@@ -1,6 +1,7 @@
 package acceptance
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -28,9 +29,16 @@ func fresh(name string) string { return fmt.Sprintf("%s-%d", name, runs.Add(1)) 
 // annotation, gpunode's taints, or both, in one update.
 func strip(t *testing.T, c client.Client, name string, annotation, taints bool) {
 	t.Helper()
-	err := retryOnConflict(t.Context(), func() error {
+	if err := stripNode(t.Context(), c, name, annotation, taints); err != nil {
+		t.Fatalf("stripping the hold of Node %s: %v", name, err)
+	}
+}
+
+// stripNode is strip for a caller that is not the test's goroutine.
+func stripNode(ctx context.Context, c client.Client, name string, annotation, taints bool) error {
+	return retryOnConflict(ctx, func() error {
 		node := &corev1.Node{}
-		if err := c.Get(t.Context(), client.ObjectKey{Name: name}, node); err != nil {
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
 			return err
 		}
 		if annotation {
@@ -39,11 +47,8 @@ func strip(t *testing.T, c client.Client, name string, annotation, taints bool) 
 		if taints {
 			node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, nodeops.Owns)
 		}
-		return c.Update(t.Context(), node)
+		return c.Update(ctx, node)
 	})
-	if err != nil {
-		t.Fatalf("stripping the hold of Node %s: %v", name, err)
-	}
 }
 
 // nodeHolds is Node name's holds annotation, parsed, and its gpunode taints as key=value.
