@@ -69,6 +69,18 @@ if [[ $(id -u) -eq 0 || "${CI:-}" == true ]]; then
 fi
 go test -count=1 $(go list ./... | grep -v '/test/cluster$')
 
+echo "== fuzz targets, a short run each (CI=true; GPUNODE_FUZZTIME, default 4s)"
+# Every func Fuzz* in a test file runs, found here so that a new one needs no entry: one
+# invocation per target (go test -fuzz takes one target of one package). A failing input is
+# written under the package's testdata/fuzz/ and the step fails; commit the input with the
+# fix, and plain go test replays it from then on. docs/testing.md lists the targets.
+if [[ "${CI:-}" == true ]]; then
+  while IFS=: read -r file name; do
+    echo "-- $name ($(dirname "$file"))"
+    go test -run '^$' -fuzz "^${name}\$" -fuzztime "${GPUNODE_FUZZTIME:-4s}" "./$(dirname "$file")"
+  done < <(grep -rHo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' internal | sed 's/:func /:/' | sort -u)
+fi
+
 echo "== the real-cluster tier (test/cluster)"
 # On its own, after the rest: it brings up a kubelet, containerd and a control plane, and the
 # machine's two cores are not shared with the other packages' tests.

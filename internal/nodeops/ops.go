@@ -24,6 +24,11 @@ var conflictBackoff = wait.Backoff{Steps: 10, Duration: 10 * time.Millisecond, F
 // read. Nothing is written when nothing changes. Ops never touches node.spec.unschedulable
 // nor any taint or annotation it does not own.
 //
+// Every write first puts back what someone else stripped (RestoreHolds): the holds of Due
+// the node lacks, with their recorded reason and since, and the taints the node's holds
+// call for; Restored hears of it. So a hold stripped just before an owner's write is
+// restored with its since and said, never silently re-placed as a new hold.
+//
 // Client should read from the API server, not from a lagging cache: a stale read only
 // costs conflicts, but enough of them exhaust the retries.
 type Ops struct {
@@ -31,6 +36,10 @@ type Ops struct {
 	Client client.Client
 	// Clock gives the Since of new holds; nil means time.Now.
 	Clock func() time.Time
+	// Due are the holds the caller's own records say the node must carry (nil: none).
+	Due Holds
+	// Restored, when set, is told what each write put back (RestoreHolds), after the write.
+	Restored func(Restored)
 }
 
 // Hold takes (or re-takes) owner's hold on node nodeName. Re-taking keeps the original
@@ -39,7 +48,7 @@ func (o Ops) Hold(ctx context.Context, nodeName, owner, reason string) error {
 	if owner == "" {
 		return fmt.Errorf("hold node %q: empty owner", nodeName)
 	}
-	err := o.change(ctx, nodeName, func(holds Holds) Holds {
+	_, _, err := o.write(ctx, nodeName, func(holds Holds) Holds {
 		next, _ := Add(holds, Hold{Owner: owner, Reason: reason, Since: o.now()})
 		return next
 	})
@@ -55,7 +64,7 @@ func (o Ops) Release(ctx context.Context, nodeName, owner string) error {
 	if owner == "" {
 		return fmt.Errorf("release node %q: empty owner", nodeName)
 	}
-	err := o.change(ctx, nodeName, func(holds Holds) Holds {
+	_, _, err := o.write(ctx, nodeName, func(holds Holds) Holds {
 		next, _ := Release(holds, owner)
 		return next
 	})
@@ -80,9 +89,15 @@ func (o Ops) Get(ctx context.Context, nodeName string) (Holds, error) {
 	return holds, nil
 }
 
-// change reads the node, applies decide to its holds and writes the result if it differs.
-func (o Ops) change(ctx context.Context, nodeName string, decide func(Holds) Holds) error {
-	return retry.RetryOnConflict(conflictBackoff, func() error {
+// write reads the node, puts back what RestoreHolds says was stripped, applies decide to
+// the holds and writes the result if it differs from what the node shows. It returns the
+// holds the node carries after it and what it put back (told to o.Restored as well).
+func (o Ops) write(ctx context.Context, nodeName string, decide func(Holds) Holds) (Holds, Restored, error) {
+	var (
+		out      Holds
+		restored Restored
+	)
+	err := retry.RetryOnConflict(conflictBackoff, func() error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -90,23 +105,34 @@ func (o Ops) change(ctx context.Context, nodeName string, decide func(Holds) Hol
 		if err := o.Client.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
 			return err
 		}
-		holds, err := holdsOf(node)
+		annotated, err := ParseHolds(node.Name, node.Annotations[v1alpha1.AnnotationHolds])
 		if err != nil {
 			return err // malformed: refuse to act, write nothing
 		}
-		next := decide(holds)
+		shown, _ := AdoptRegistrationTaint(node.Spec.Taints, annotated, node.CreationTimestamp.Time)
+		due, put := RestoreHolds(annotated, node.Spec.Taints, node.CreationTimestamp.Time, o.Due)
+		next := decide(due)
 		taints := DesiredTaints(node.Spec.Taints, next)
-		if next.Equal(holds) && TaintsEqual(taints, node.Spec.Taints) {
+		out, restored = next, put.written(next, taints)
+		if next.Equal(shown) && TaintsEqual(taints, node.Spec.Taints) {
+			restored = Restored{} // nothing written: what an adopted hold shows was not stripped
 			return nil
 		}
 		patched := node.DeepCopy()
-		if !next.Equal(holds) {
+		if !next.Equal(shown) {
 			setHoldsAnnotation(patched, next)
 		}
 		patched.Spec.Taints = taints
 		patch := client.MergeFromWithOptions(node, client.MergeFromWithOptimisticLock{})
 		return o.Client.Patch(ctx, patched, patch)
 	})
+	if err != nil {
+		return nil, Restored{}, err
+	}
+	if restored.Any() && o.Restored != nil {
+		o.Restored(restored)
+	}
+	return out, restored, nil
 }
 
 // holdsOf parses node's holds annotation and adopts a registration taint.

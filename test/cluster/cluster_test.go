@@ -36,6 +36,8 @@ func TestTheChartOnARealCluster(t *testing.T) {
 		{"a kubelet restart makes the device plugin register again", kubeletRestart},
 		{"a deleted agent pod comes back and the node stays in service", agentPodDeleted},
 		{"a node whose agent is gone is held agent-lost and released when it is back", agentLost},
+		{"a hold stripped with kubectl from a node that failed acceptance comes back", strippedHoldComesBack},
+		{"the agent's pod-bound token cannot release its node", agentTokenCannotRelease},
 		{"helm upgrade to cdi-cri injects the device through CDI", upgradeToCDI},
 		{"a GPU reset by the ladder clears the unhealthy series on the agent's metrics without a restart", gpuResetClearsTheUnhealthySeries},
 		{"DRA: the control plane allocates a device of a hand-made slice and evicts its pod under a NoExecute DeviceTaintRule", draControlPlane},

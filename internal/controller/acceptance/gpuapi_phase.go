@@ -27,7 +27,7 @@ func (r *Reconciler) gpuAPISwitch(ctx context.Context, s *scope) error {
 	if s.node == nil || s.policy == nil {
 		return nil
 	}
-	ops := nodeops.Ops{Client: r.Client, Clock: r.Clock.Now}
+	ops := r.ops(ctx, s)
 	// The Node as this pass read it: only this phase places or releases the switch's hold.
 	holds, err := nodeops.ParseHolds(s.node.Name, s.node.Annotations[v1alpha1.AnnotationHolds])
 	if err != nil {

@@ -39,16 +39,16 @@ func (r *Reconciler) liveness(ctx context.Context, s *scope) error {
 	v := DecideAgent(&s.gn.Status, s.policy, held, r.watchingSince(), r.Clock.Now())
 	requeueWithin(s, v.Recheck)
 	r.setCondition(s.gn, v1alpha1.ConditionAgentHeartbeat, v.Status, v.Reason, v.Message)
-	ops := nodeops.Ops{Client: r.Client, Clock: r.Clock.Now}
 	switch {
 	case v.Hold && !held:
-		if err := ops.Hold(ctx, s.node.Name, v1alpha1.HoldOwnerLiveness, v1alpha1.HoldReasonAgentLost); err != nil {
+		if err := r.ops(ctx, s).Hold(ctx, s.node.Name, v1alpha1.HoldOwnerLiveness, v1alpha1.HoldReasonAgentLost); err != nil {
 			return fmt.Errorf("hold GPUNode %q, its agent lost: %w", s.gn.Name, err)
 		}
 		r.Recorder.Eventf(s.gn, s.node, corev1.EventTypeWarning, EventAgentLost, "Hold", "%s", v.Message)
 		r.Recorder.Eventf(s.node, s.gn, corev1.EventTypeWarning, EventAgentLost, "Hold", "%s", v.Message)
 	case !v.Hold && held:
-		if err := ops.Release(ctx, s.node.Name, v1alpha1.HoldOwnerLiveness); err != nil {
+		s.released = append(s.released, v1alpha1.HoldOwnerLiveness)
+		if err := r.ops(ctx, s).Release(ctx, s.node.Name, v1alpha1.HoldOwnerLiveness); err != nil {
 			return fmt.Errorf("release GPUNode %q, its agent back: %w", s.gn.Name, err)
 		}
 		msg := "the agent is back and its GPUs are healthy: the " + v1alpha1.HoldReasonAgentLost + " hold is released"

@@ -14,7 +14,6 @@ import (
 
 	v1alpha1 "github.com/gpunode/gpunode/api/v1alpha1"
 	"github.com/gpunode/gpunode/internal/lifecycle"
-	"github.com/gpunode/gpunode/internal/nodeops"
 	"github.com/gpunode/gpunode/internal/nodepolicy"
 )
 
@@ -89,9 +88,9 @@ func (r *Reconciler) evaluate(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
-	ops := nodeops.Ops{Client: r.Client, Clock: r.Clock.Now}
 	if v.Accepted {
-		if err := ops.Release(ctx, s.node.Name, v1alpha1.HoldOwnerAcceptance); err != nil {
+		s.released = append(s.released, v1alpha1.HoldOwnerAcceptance)
+		if err := r.ops(ctx, s).Release(ctx, s.node.Name, v1alpha1.HoldOwnerAcceptance); err != nil {
 			return fmt.Errorf("accept GPUNode %q: %w", gn.Name, err)
 		}
 		if r.setCondition(gn, v1alpha1.ConditionAccepted, metav1.ConditionTrue, v.Reason, v.Message) {
@@ -99,7 +98,7 @@ func (r *Reconciler) evaluate(ctx context.Context, s *scope) error {
 		}
 		return nil
 	}
-	if err := ops.Hold(ctx, s.node.Name, v1alpha1.HoldOwnerAcceptance, v.Message); err != nil {
+	if err := r.ops(ctx, s).Hold(ctx, s.node.Name, v1alpha1.HoldOwnerAcceptance, v.Message); err != nil {
 		return fmt.Errorf("keep GPUNode %q held: %w", gn.Name, err)
 	}
 	if r.setCondition(gn, v1alpha1.ConditionAccepted, metav1.ConditionFalse, v.Reason, v.Message) {
@@ -137,12 +136,15 @@ func (r *Reconciler) request(ctx context.Context, s *scope) error {
 }
 
 // reflect mirrors the Node's holds into status and sets the phase and the InService
-// condition, all three decided by lifecycle.Decide: this is the one writer of the phase.
+// condition, all three decided by lifecycle.Decide: this is the one writer of the phase and
+// of status.holds, the record DueHolds reads. The holds it mirrors are those of a read that
+// put back the pass's due holds first (ops): a hold stripped during the pass is restored,
+// with its Event, never dropped from the record (then the next pass would take it anew).
 func (r *Reconciler) reflect(ctx context.Context, s *scope) error {
 	if s.node == nil {
 		return nil
 	}
-	holds, err := nodeops.Ops{Client: r.Client}.Get(ctx, s.node.Name)
+	holds, _, err := r.ops(ctx, s).Restore(ctx, s.node.Name)
 	if err != nil {
 		return fmt.Errorf("read holds of GPUNode %q: %w", s.gn.Name, err)
 	}

@@ -44,7 +44,7 @@ const conflictRetry = 200 * time.Millisecond
 // +kubebuilder:rbac:groups=gpunode.dev,resources=gpunodes/status,verbs=get;patch
 // +kubebuilder:rbac:groups=gpunode.dev,resources=gpunodepolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=gpunode.dev,resources=acceptancerecords,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;patch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
@@ -74,6 +74,7 @@ type Reconciler struct {
 	// (the manager's API reader: uncached); nil: the check skips.
 	DaemonSets client.Reader
 
+	apiReader client.Reader // GPUNodes uncached, to confirm a restore (restore.go)
 	firstPass sync.Once
 	started   time.Time // the first pass's time (watchingSince)
 }
@@ -98,7 +99,8 @@ func Scheme() (*runtime.Scheme, error) {
 // SetupWithManager registers the Reconciler with mgr: it watches GPUNodes (all but the
 // updates that only carry a heartbeat: notHeartbeatOnly), every GPUNodePolicy (a change
 // re-examines every GPUNode: a policy may take nodes on or give them up, and an update
-// does not show the old selector) and AcceptanceRecords (their node).
+// does not show the old selector), AcceptanceRecords (their node) and the Nodes' holds
+// (NodeHoldsSource: a hold removed by someone else is put back).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	var missing []error
 	if r.Client == nil {
@@ -120,10 +122,17 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if workers <= 0 {
 		workers = DefaultWorkers
 	}
-	err := ctrl.NewControllerManagedBy(mgr).
+	r.apiReader = mgr.GetAPIReader()
+	nodeHolds, err := NodeHoldsSource(mgr)
+	if err != nil {
+		return fmt.Errorf("setting up the %s controller: %w", Name, err)
+	}
+	err = ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&v1alpha1.GPUNode{}, builder.WithPredicates(notHeartbeatOnly())).
+		// A hold someone else removed from the Node comes back (restore.go).
+		WatchesRawSource(nodeHolds).
 		Watches(&v1alpha1.GPUNodePolicy{}, handler.EnqueueRequestsFromMapFunc(EveryGPUNode(r.Client))).
 		// Records by their metadata only: the full records of a large fleet's history would
 		// be most of the cache (test/scale); the one being judged is read from the server.
@@ -187,6 +196,11 @@ type scope struct {
 	node   *corev1.Node // nil when the Node is gone
 	policy *v1alpha1.GPUNodePolicy
 	result ctrl.Result
+	latest *v1alpha1.GPUNode // read from the API server to decide restores (restore.go)
+	// due are the holds the GPUNode's status said were due when the pass began (DueHolds).
+	due []DueHold
+	// released are the owners whose hold this pass released: not restored in the same pass.
+	released []string
 }
 
 // Reconcile runs the phases in order on one GPUNode and applies its status once at the
@@ -220,7 +234,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		}
 	}()
 	phases := []func(context.Context, *scope) error{
-		r.loadNode, r.selectPolicy, r.liveness, r.evaluate, r.gpuAPISwitch, r.request, r.reflect,
+		r.loadNode, r.selectPolicy, r.restore, r.liveness, r.evaluate, r.gpuAPISwitch, r.request, r.reflect,
 	}
 	for _, phase := range phases {
 		if err := phase(ctx, s); err != nil {

@@ -99,20 +99,34 @@ func (r *Reconciler) persist(ctx context.Context, gn *v1alpha1.GPUNode, f remedi
 }
 
 // applyHold places or releases remediation's hold as the decision says; placed reports a
-// new hold placed.
-func (r *Reconciler) applyHold(ctx context.Context, gn *v1alpha1.GPUNode, d remediation.Decision) (placed bool, err error) {
+// new hold placed. A hold the decision keeps is restored when someone else removed it from
+// the Node (its annotation entry or gpunode's taints); one placed again for a node whose
+// state (before, the state the pass read) was already held is a hold someone else removed,
+// and comes back with the since the GPUNode recorded for it. Both give a Warning Event
+// HoldRestored, as does any other stripped taint one of these writes puts back.
+func (r *Reconciler) applyHold(ctx context.Context, gn *v1alpha1.GPUNode, before remediation.Phase, d remediation.Decision) (placed bool, err error) {
+	say := func(got nodeops.Restored) {
+		r.Recorder.Eventf(gn, nil, corev1.EventTypeWarning, EventHoldRestored, "Restore",
+			"restored %s: removed by someone other than its owner while remediation is %s", got, before)
+	}
 	ops := nodeops.Ops{Client: r.Client, Clock: r.Clock.Now}
 	switch d.Hold {
 	case remediation.HoldPlace:
-		if err := ops.Hold(ctx, gn.Spec.NodeName, remediation.OwnerRemediation, d.HoldReason); err != nil {
+		ops.Due = nodeops.Holds{r.hold(gn, d.HoldReason, heldPhases[before])}
+		_, restored, err := ops.Restore(ctx, gn.Spec.NodeName)
+		if err != nil {
 			return false, fmt.Errorf("hold GPUNode %q for remediation: %w", gn.Name, err)
 		}
 		if err := r.awaitHoldSeen(ctx, gn.Spec.NodeName, true); err != nil {
 			return false, err
 		}
+		if heldPhases[before] && restored.Any() {
+			say(restored)
+		}
 		r.Recorder.Eventf(gn, nil, corev1.EventTypeWarning, d.Reason, "Hold", "%s", d.HoldReason)
 		return true, nil
 	case remediation.HoldRelease:
+		ops.Restored = say
 		if err := ops.Release(ctx, gn.Spec.NodeName, remediation.OwnerRemediation); err != nil {
 			return false, fmt.Errorf("release GPUNode %q from remediation: %w", gn.Name, err)
 		}
@@ -120,8 +134,42 @@ func (r *Reconciler) applyHold(ctx context.Context, gn *v1alpha1.GPUNode, d reme
 			return false, err
 		}
 		r.Recorder.Eventf(gn, nil, corev1.EventTypeNormal, d.Reason, "Release", "%s", d.Message)
+	case remediation.HoldKeep:
+		if d.HoldReason == "" { // not held: nothing to keep
+			return false, nil
+		}
+		ops.Due, ops.Restored = nodeops.Holds{r.hold(gn, d.HoldReason, true)}, say
+		if _, _, err := ops.Restore(ctx, gn.Spec.NodeName); err != nil {
+			return false, fmt.Errorf("keep GPUNode %q held for remediation: %w", gn.Name, err)
+		}
 	}
 	return false, nil
+}
+
+// hold is remediation's hold with reason: since now, or, when held says the node was held
+// already, since the time the GPUNode's status recorded for it (a hold someone removed
+// comes back as it was).
+func (r *Reconciler) hold(gn *v1alpha1.GPUNode, reason string, held bool) nodeops.Hold {
+	h := nodeops.Hold{Owner: remediation.OwnerRemediation, Reason: reason, Since: r.Clock.Now().UTC().Truncate(time.Second)}
+	if !held {
+		return h
+	}
+	for _, rec := range gn.Status.Holds {
+		if rec.Owner == remediation.OwnerRemediation && !rec.Since.IsZero() {
+			h.Since = rec.Since.UTC()
+		}
+	}
+	return h
+}
+
+// EventHoldRestored is the reason of the Warning Event that says remediation's hold was put
+// back after someone else removed it (acceptance.EventHoldRestored, the same reason).
+const EventHoldRestored = "HoldRestored"
+
+// heldPhases are the phases in which remediation holds the node.
+var heldPhases = map[remediation.Phase]bool{
+	remediation.PhaseQuarantined: true, remediation.PhaseRecovering: true,
+	remediation.PhaseAccepting: true, remediation.PhaseMaintenance: true,
 }
 
 // act carries out the controller's own actions; the agent's were asked for by persist.

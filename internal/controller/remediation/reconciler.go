@@ -84,8 +84,10 @@ func ClientOptions() client.Options {
 }
 
 // SetupWithManager registers the Reconciler with mgr, with one worker: it watches GPUNodes,
-// GPUNodePolicies (a change re-examines every GPUNode) and the Nodes' metadata (a hold
-// released re-examines the nodes of its pool that wait for budget).
+// GPUNodePolicies (a change re-examines every GPUNode), the Nodes' metadata (a hold
+// released re-examines the nodes of its pool that wait for budget) and the Nodes' holds
+// with gpunode's taints (acceptance.NodeHoldsSource: a hold whose taints someone removed
+// comes back).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	var missing []error
 	if r.Client == nil {
@@ -113,9 +115,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		r.NoDRA = !serves
 	}
+	nodeHolds, err := acceptance.NodeHoldsSource(mgr)
+	if err != nil {
+		return fmt.Errorf("setting up the %s controller: %w", Name, err)
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		// gpunode's taints removed while the annotation stays: the hold's taints come back.
+		WatchesRawSource(nodeHolds).
 		Watches(&v1alpha1.GPUNode{}, gpuNodeEvents()).
 		Watches(&v1alpha1.GPUNodePolicy{}, handler.EnqueueRequestsFromMapFunc(acceptance.EveryGPUNode(r.Client))).
 		WatchesMetadata(&corev1.Node{}, holdReleased(r.waitingInPool))
@@ -186,7 +194,7 @@ func (r *Reconciler) pass(ctx context.Context, name string) (again bool, res ctr
 	if err := r.persist(ctx, gn, facts, d); err != nil {
 		return false, ctrl.Result{}, err
 	}
-	placed, err := r.applyHold(ctx, gn, d)
+	placed, err := r.applyHold(ctx, gn, facts.State.Phase, d)
 	if err != nil {
 		return false, ctrl.Result{}, err
 	}
