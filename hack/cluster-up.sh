@@ -44,7 +44,7 @@ if [[ -e "$STATE" && ! -f "$STATE/.gpunode-cluster" ]]; then
   echo "cluster-up.sh: $STATE exists and is not a cluster state folder" >&2; exit 1
 fi
 bash "$HACK_DIR/cluster-down.sh" >/dev/null 2>&1 || true
-mkdir -p "$STATE"/{bin,pki,etc-upper,etc-work,var-lib/kubelet,var-lib/containerd,var-lib/gpunode,var-log,etcd,logs,sysctl,pids}
+mkdir -p "$STATE"/{bin,pki,etc-upper,etc-work,usr-upper,usr-work,var-lib/kubelet,var-lib/containerd,var-lib/gpunode,var-log,etcd,logs,sysctl,pids}
 touch "$STATE/.gpunode-cluster"
 ln -sf "$K8S_ASSETS"/{etcd,kube-apiserver,kube-controller-manager,kube-scheduler,kubelet,kubectl} "$STATE/bin/"
 ln -sf "$CLUSTER_ASSETS"/bin/* "$STATE/bin/"
@@ -170,6 +170,10 @@ in_ns() { nsenter -t "$holder" -m -n -- "$@"; }
 in_ns bash -euc "
   mount -t overlay overlay -o lowerdir=/etc,upperdir=$STATE/etc-upper,workdir=$STATE/etc-work /etc
   mount --bind $STATE/var-lib /var/lib
+  # /usr as an overlay too: an operand's host paths under /usr (/lib/modules, the toolkit's
+  # /usr/local/nvidia) exist in the namespace, as on a GPU node, and never on the machine.
+  mount -t overlay overlay -o lowerdir=/usr,upperdir=$STATE/usr-upper,workdir=$STATE/usr-work /usr
+  mkdir -p /usr/lib/modules/\$(uname -r) /usr/local/nvidia
   mount --bind $STATE/var-log /var/log
   mount -t tmpfs -o mode=755 tmpfs /run
   ln -s /dev/shm /run/shm
