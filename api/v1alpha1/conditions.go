@@ -50,6 +50,7 @@ const (
 	ReasonDriverChanged       = "DriverChanged"
 	ReasonBasisUnknown        = "BasisUnknown"
 	ReasonWaitingForInventory = "WaitingForInventory"
+	ReasonWaitingForStack     = "WaitingForStack"
 	ReasonPending             = "Pending"
 	ReasonAnswered            = "Answered"
 )

@@ -115,6 +115,11 @@ func (r *Reconciler) request(ctx context.Context, s *scope) error {
 	if s.node == nil || s.policy == nil {
 		return nil
 	}
+	if StackWaits(gn, s.node.Labels) {
+		r.setCondition(gn, v1alpha1.ConditionAcceptanceRequested, metav1.ConditionFalse, v1alpha1.ReasonWaitingForStack,
+			"the node's driver is not ready and its stack (a StackPool, or the GPU Operator) brings it: acceptance is asked for once it is")
+		return nil
+	}
 	current := CurrentBasis(gn, s.policy)
 	recorded, ok := RecordedBasis(gn)
 	d := DecideRequest(gn, recorded, ok, current)

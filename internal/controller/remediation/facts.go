@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/gpunode/gpunode/api/v1alpha1"
+	"github.com/gpunode/gpunode/internal/controller/acceptance"
 	"github.com/gpunode/gpunode/internal/fault"
 	"github.com/gpunode/gpunode/internal/health"
 	"github.com/gpunode/gpunode/internal/nodeops"
@@ -78,7 +79,7 @@ func Facts(gn *v1alpha1.GPUNode, nodeLabels map[string]string, holds nodeops.Hol
 			Pods: len(g.Pods), Processes: int(ptr.Deref(g.Processes, 0)),
 		})
 	}
-	f.NodeFaults = nodeFaults(gn)
+	f.NodeFaults = nodeFaults(gn, nodeLabels)
 	for _, h := range holds {
 		f.Holds = append(f.Holds, remediation.Hold{Owner: h.Owner, Reason: h.Reason, Since: h.Since})
 	}
@@ -105,10 +106,12 @@ func Facts(gn *v1alpha1.GPUNode, nodeLabels map[string]string, holds nodeops.Hol
 
 // nodeFaults are the node's faults: a GPUHealthy condition saying the GPUs cannot be read
 // (the driver is not loaded) is a fatal driver-not-loaded fault that asks for a driver
-// reload, since the condition's last transition.
-func nodeFaults(gn *v1alpha1.GPUNode) []remediation.NodeFault {
+// reload, since the condition's last transition. On a node whose driver a StackPool
+// deploys, or that the GPU Operator paused, a driver not loaded is the stack's to wait for
+// (acceptance.StackWaits), not a fault.
+func nodeFaults(gn *v1alpha1.GPUNode, nodeLabels map[string]string) []remediation.NodeFault {
 	c := meta.FindStatusCondition(gn.Status.Conditions, v1alpha1.ConditionGPUHealthy)
-	if c == nil || c.Reason != ReasonGPUsUnreadable {
+	if c == nil || c.Reason != ReasonGPUsUnreadable || acceptance.StackWaits(gn, nodeLabels) {
 		return nil
 	}
 	return []remediation.NodeFault{{

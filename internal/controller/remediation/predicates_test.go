@@ -77,3 +77,18 @@ func TestFactsMapPodsProcessesAndAnUnreadableDriver(t *testing.T) {
 		t.Fatalf("unknown processes and a readable driver gave %+v", f)
 	}
 }
+
+func TestAPoolMembersMissingDriverIsTheStacksNotAFault(t *testing.T) {
+	gn := &v1alpha1.GPUNode{Status: v1alpha1.GPUNodeStatus{
+		Conditions: []metav1.Condition{{Type: v1alpha1.ConditionGPUHealthy, Status: metav1.ConditionUnknown,
+			Reason: ReasonGPUsUnreadable, LastTransitionTime: metav1.NewTime(at)}},
+		Stack: &v1alpha1.StackStatus{Driver: v1alpha1.OperandReadiness{Message: "driver not loaded"}},
+	}}
+	member := map[string]string{v1alpha1.LabelStackPool: "h100"}
+	if f := Facts(gn, member, nil, "p", "", remediation.State{}); len(f.NodeFaults) != 0 {
+		t.Errorf("a pool member waiting for its driver has node faults %+v, want none (the stack holds it)", f.NodeFaults)
+	}
+	if f := Facts(gn, nil, nil, "p", "", remediation.State{}); len(f.NodeFaults) != 1 {
+		t.Errorf("a node no pool governs whose driver is gone has node faults %+v, want driver-not-loaded", f.NodeFaults)
+	}
+}
