@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -49,13 +48,13 @@ func TestTheChartOnARealCluster(t *testing.T) {
 		{"DRA: a pod's GPU that turns unhealthy shows so, with the reason, in the pod's allocatedResourcesStatus", draPodHealth},
 		{"DRA: a lost GPU is tainted NoExecute under the policy's spec.dra.unhealthyEffect and its pod evicted, and the recovery lifts the taint", draNoExecute},
 		{"DRA: an agent deleted while the kubelet prepares claims leaks none and gives no device to two claims", draAgentRestart},
+		{"stack: a pool of the stand-in driver and toolkit runs both, holds the node (stack) until both are ready, then it is in service", stackPoolContainer},
+		{"stack: a deleted driver pod comes back on the same version and the node returns to service", stackDriverPodDeleted},
+		{"stack: the GPU Operator's paused label releases the agent's GPUs and its removal resumes them", stackPausedByTheGPUOperator},
+		{"stack: a node two pools select is held pool-conflict, naming both", stackPoolConflict},
+		{"stack: a Preinstalled pool takes the node with the host's driver and releases it", stackPoolPreinstalled},
+		{"stack: without pools and the driver file the node is back as before", stackCleanUp},
 		{"a fault holds the only node and a new controller pod still schedules on it", faultHoldsTheOnlyNode},
-		{"stack: a pool of the stand-in driver and toolkit runs both, holds the node (stack) until both are ready, then it is in service", stackStep(stackPoolContainer)},
-		{"stack: a deleted driver pod comes back on the same version and the node returns to service", stackStep(stackDriverPodDeleted)},
-		{"stack: the GPU Operator's paused label releases the agent's GPUs and its removal resumes them", stackStep(stackPausedByTheGPUOperator)},
-		{"stack: a node two pools select is held pool-conflict, naming both", stackStep(stackPoolConflict)},
-		{"stack: a Preinstalled pool takes the node with the host's driver and releases it", stackStep(stackPoolPreinstalled)},
-		{"stack: without pools and the driver file the node is back as before", stackStep(stackCleanUp)},
 		{"the agent's host facts are the node's, not its container's", hostFactsFromTheNode},
 		{"helm uninstall removes the release and leaves the CRDs and the node's objects", uninstallAsDocumented},
 	}
@@ -369,18 +368,4 @@ func registrations(t *testing.T) int {
 		return 0
 	}
 	return strings.Count(out, "device plugin: registered")
-}
-
-// stackStep runs a stack-pool step when GPUNODE_CLUSTER_STACK=1, and otherwise skips it
-// with the reason: their first run found a member waiting for its driver held by
-// remediation (driver-not-loaded) and failing acceptance; the rule that closes it has its
-// tests, the steps have not run again yet, and they take the driver away before the pool
-// exists (docs/stack.md, "Known gaps").
-func stackStep(run func(t *testing.T)) func(t *testing.T) {
-	return func(t *testing.T) {
-		if os.Getenv("GPUNODE_CLUSTER_STACK") != "1" {
-			t.Skip("stack-pool steps off (GPUNODE_CLUSTER_STACK=1 runs them): not run again since the fix for a member waiting for its driver, and they remove the driver before the pool exists; see docs/stack.md, Known gaps")
-		}
-		run(t)
-	}
 }

@@ -79,16 +79,29 @@ func driverReady(t *testing.T, version string) func() (bool, string) {
 	}
 }
 
+// stackPoolContainer takes the order a user's cluster takes: the pool exists before the
+// node loses its driver (so the node is a member waiting for its stack, never a fault),
+// and the driver's image arrives after its pod was scheduled (the pod waits for it, the
+// node waits for the pod).
 func stackPoolContainer(t *testing.T) {
 	work := t.TempDir()
 	if out, err := script("hack/stand-in-images.sh", nil, work, driverVersion, toolkitVersion); err != nil {
 		t.Fatalf("hack/stand-in-images.sh: %v\n%s", err, out)
 	}
-	for _, img := range []string{"driver.tar", "toolkit.tar"} {
-		if _, err := inCluster(t.Context(), "ctr", "-n", "k8s.io", "images", "import", filepath.Join(work, img)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	importImage(t, filepath.Join(work, "toolkit.tar"))
+	w := watchTaints(t, nodeName)
+	defer w.close()
+	stackPool(t, "standin", fmt.Sprintf(`{"source":"Container","image":%q,"version":%q}`, standInDriver, driverVersion),
+		fmt.Sprintf(`{"source":"Container","image":%q,"version":%q}`, standInToolkit, toolkitVersion))
+	waitFor(t, "the node a member of the pool, held by owner stack", settle, func() (bool, string) {
+		gn := gpuNode(t)
+		h := stackHold(gn)
+		return h != nil && strings.HasPrefix(h.Reason, v1alpha1.HoldReasonStackNotReady), fmt.Sprintf("stack hold %+v", h)
+	})
+	waitFor(t, "the pool's toolkit pod Running and Ready", settle, func() (bool, string) {
+		_, ok, why := operandPod(t, "standin", "toolkit")
+		return ok, why
+	})
 	// The agent's simulated driver is loaded by the stand-in driver's file: without it the
 	// agent waits for a driver (and says so) instead of failing.
 	if _, err := inCluster(t.Context(), "helm", "upgrade", "gpunode", filepath.Join(repoRoot, "charts/gpunode"), "-n", namespace,
@@ -100,20 +113,15 @@ func stackPoolContainer(t *testing.T) {
 		st := gpuNode(t).Status.Stack
 		return st != nil && !st.Driver.Ready && strings.Contains(st.Driver.Message, "not loaded"), fmt.Sprintf("stack %+v", st)
 	})
-	w := watchTaints(t, nodeName)
-	defer w.close()
-	stackPool(t, "standin", fmt.Sprintf(`{"source":"Container","image":%q,"version":%q}`, standInDriver, driverVersion),
-		fmt.Sprintf(`{"source":"Container","image":%q,"version":%q}`, standInToolkit, toolkitVersion))
-	waitFor(t, "the node held by owner stack", settle, func() (bool, string) {
-		h := stackHold(gpuNode(t))
-		return h != nil && strings.HasPrefix(h.Reason, v1alpha1.HoldReasonStackNotReady), fmt.Sprintf("stack hold %+v", h)
+	assertWaitingNotFaulted(t)
+	// The driver's image arrives; a fresh pod takes it at once rather than after the
+	// kubelet's pull back-off.
+	importImage(t, filepath.Join(work, "driver.tar"))
+	kubectl(t, "-n", namespace, "delete", "pod", "-l", v1alpha1.LabelStackPool+"=standin,app.kubernetes.io/component=driver", "--wait=true", "--timeout", settle.String())
+	waitFor(t, "the pool's driver pod Running and Ready", settle, func() (bool, string) {
+		_, ok, why := operandPod(t, "standin", "driver")
+		return ok, why
 	})
-	for _, c := range []string{"driver", "toolkit"} {
-		waitFor(t, "the pool's "+c+" pod Running and Ready", settle, func() (bool, string) {
-			_, ok, why := operandPod(t, "standin", c)
-			return ok, why
-		})
-	}
 	waitFor(t, "NVML (the simulated driver) reports the pool's version, and the toolkit is ready", settle, driverReady(t, driverVersion))
 	waitFor(t, "the stack hold released", settle, func() (bool, string) {
 		return w.heldThenFree(v1alpha1.TaintUnschedulable)
@@ -121,6 +129,26 @@ func stackPoolContainer(t *testing.T) {
 	inService(t, "the node back in service")
 	t.Logf("kubectl get stackpools:\n%s", kubectl(t, "get", "stackpools"))
 	t.Logf("kubectl get pods -n %s -l %s:\n%s", namespace, v1alpha1.LabelStackPool, kubectl(t, "get", "pods", "-n", namespace, "-l", v1alpha1.LabelStackPool))
+}
+
+// importImage puts an image archive into the node's containerd, as an offline site does.
+func importImage(t *testing.T, archive string) {
+	t.Helper()
+	if _, err := inCluster(t.Context(), "ctr", "-n", "k8s.io", "images", "import", archive); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// assertWaitingNotFaulted fails when the node waiting for its pool's driver is treated as
+// faulty: held by remediation, or asked to run acceptance.
+func assertWaitingNotFaulted(t *testing.T) {
+	t.Helper()
+	gn := gpuNode(t)
+	for _, h := range gn.Status.Holds {
+		if h.Owner == v1alpha1.HoldOwnerRemediation || h.Owner == v1alpha1.HoldOwnerAcceptance {
+			t.Fatalf("a node waiting for its pool's driver is held %+v; status.stack %+v", h, gn.Status.Stack)
+		}
+	}
 }
 
 func stackDriverPodDeleted(t *testing.T) {
