@@ -1,10 +1,11 @@
 package remediation
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -63,12 +64,14 @@ func (r *Reconciler) applyNode(ctx context.Context, gn, upd *v1alpha1.GPUNode) e
 	return nil
 }
 
-// applyStatus applies status.remediation when it differs from base's. It needs no
+// applyStatus applies status.remediation when it differs from base's as the API keeps it
+// (sameRemediationStatus: times to the second, so a pass whose clock reads a later
+// nanosecond writes nothing). It needs no
 // resourceVersion guard: no one else writes it, and it is the summary of the state this
 // pass persisted under one. Forced, so that a field an earlier version wrote with merge
 // patches moves to this manager.
 func (r *Reconciler) applyStatus(ctx context.Context, base, gn *v1alpha1.GPUNode) error {
-	if equality.Semantic.DeepEqual(base.Status.Remediation, gn.Status.Remediation) {
+	if sameRemediationStatus(base.Status.Remediation, gn.Status.Remediation) {
 		return nil
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{
@@ -87,6 +90,15 @@ func (r *Reconciler) applyStatus(ctx context.Context, base, gn *v1alpha1.GPUNode
 		return fmt.Errorf("apply status of GPUNode %q: %w", gn.Name, err)
 	}
 	return nil
+}
+
+// sameRemediationStatus reports whether a and b are the same status.remediation once
+// stored: their JSON renderings, in which times keep whole seconds only (a status read
+// back from the API never equals one mirrored from a nanosecond clock otherwise).
+func sameRemediationStatus(a, b *v1alpha1.RemediationStatus) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && bytes.Equal(ja, jb)
 }
 
 // applyBreaker applies upd's status.breaker and RemediationPaused condition, guarded by
