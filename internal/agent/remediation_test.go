@@ -163,7 +163,16 @@ func TestARebootIsAnsweredWithTheNewBootIDAndAStartedStepIsNeverRepeated(t *test
 	}
 
 	// A step recorded in the journal by an agent that died mid-step is not started again.
+	// The agent forgets the reboot's entry on a pass after its answer is published; the
+	// planted entry must come after that, or the agent clears it as the reboot's.
 	j := cfg.Journal.(agent.FileJournal)
+	journalEmpty := func() error {
+		if e, ok, err := j.Load(); err != nil || ok {
+			return fmt.Errorf("journal holds %+v (err %w)", e, err)
+		}
+		return nil
+	}
+	eventually(t, "the journal forgets the reboot once its answer is published", journalEmpty)
 	if err := j.Save(agent.JournalEntry{ID: 2, Step: v1alpha1.StepResetGPU, GPUs: []string{"GPU-x"}, BootID: b.BootID(), Started: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
@@ -176,12 +185,7 @@ func TestARebootIsAnsweredWithTheNewBootIDAndAStartedStepIsNeverRepeated(t *test
 	if got := len(b.KernelLog()); got != resets {
 		t.Errorf("kernel log grew from %d to %d lines: a reset ran again", resets, got)
 	}
-	eventually(t, "the journal forgets the step once its answer is published", func() error {
-		if e, ok, err := j.Load(); err != nil || ok {
-			return fmt.Errorf("journal holds %+v (err %w)", e, err)
-		}
-		return nil
-	})
+	eventually(t, "the journal forgets the step once its answer is published", journalEmpty)
 }
 
 func TestAnAgentWithoutStepsRefusesEveryRequest(t *testing.T) {
