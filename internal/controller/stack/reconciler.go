@@ -68,6 +68,10 @@ type Reconciler struct {
 	Clock clock.PassiveClock
 	// Namespace is where the operand DaemonSets live: the controller's own.
 	Namespace string
+	// AgentTemplate names the chart's agent DaemonSet in Namespace: a pool whose agent is a
+	// Container gets a DaemonSet of its pod template, and the Nodes handed over to a
+	// pool's agent wait for its pods to leave. "" when the chart deploys no agent.
+	AgentTemplate string
 }
 
 // OperandPods selects the pods the stack controller caches: gpunode's operand pods.
@@ -128,6 +132,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	pools := ctrl.NewControllerManagedBy(mgr).Named(Name+"-pool").
 		For(&v1alpha1.StackPool{}).
 		Owns(&appsv1.DaemonSet{}).
+		Watches(&appsv1.DaemonSet{}, handler.EnqueueRequestsFromMapFunc(r.everyPool), builder.WithPredicates(r.isAgentTemplate())).
 		WatchesMetadata(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.everyPool), builder.WithPredicates(labelsChanged())).
 		Watches(&v1alpha1.GPUNode{}, handler.EnqueueRequestsFromMapFunc(r.nodePool), builder.WithPredicates(stackFactsChanged())).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podPool))
@@ -156,6 +161,13 @@ func (r *Reconciler) installedKinds(mgr ctrl.Manager) []schema.GroupVersionKind 
 		}
 	}
 	return out
+}
+
+// isAgentTemplate passes the events of the chart's agent DaemonSet (the agent's template).
+func (r *Reconciler) isAgentTemplate() predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return r.AgentTemplate != "" && o.GetName() == r.AgentTemplate && o.GetNamespace() == r.Namespace
+	})
 }
 
 // labelsChanged passes creations, deletions and the updates that change labels.

@@ -60,7 +60,7 @@ func TestRenderGivesOneOnDeleteDaemonSetPerContainerOperand(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dss := Render(tt.pool, "gpunode-system", tt.operator, tt.excluded)
+			dss := Render(tt.pool, "gpunode-system", tt.operator, tt.excluded, nil)
 			var names []string
 			for _, ds := range dss {
 				names = append(names, ds.Name)
