@@ -273,5 +273,5 @@ func releasedWhy(d NodeDecision) string {
 	if d.Pool == "" {
 		return "no StackPool selects the Node any more"
 	}
-	return fmt.Sprintf("the driver and toolkit of StackPool %q are ready", d.Pool)
+	return fmt.Sprintf("the operands of StackPool %q are ready", d.Pool)
 }
