@@ -178,7 +178,7 @@ func labelsChanged() predicate.Predicate {
 }
 
 // stackFactsChanged passes the GPUNode updates that change what readiness reads: the
-// driver version NVML reports and the agent's stack status.
+// driver version NVML reports, the agent's own version and its stack status.
 func stackFactsChanged() predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		a, ok1 := e.ObjectOld.(*v1alpha1.GPUNode)
@@ -186,7 +186,8 @@ func stackFactsChanged() predicate.Predicate {
 		if !ok1 || !ok2 {
 			return true
 		}
-		return a.Status.Versions.Driver != b.Status.Versions.Driver || !equality.Semantic.DeepEqual(a.Status.Stack, b.Status.Stack)
+		return a.Status.Versions.Driver != b.Status.Versions.Driver || a.Status.Versions.Agent != b.Status.Versions.Agent ||
+			!equality.Semantic.DeepEqual(a.Status.Stack, b.Status.Stack)
 	}}
 }
 
