@@ -229,6 +229,10 @@ type Versions struct {
 	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	Kubelet string `json:"kubelet,omitempty"`
+	// Agent is the gpunode agent's own version (`gpunode version`), as it reports itself.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	Agent string `json:"agent,omitempty"`
 }
 
 // GPUHealth is one GPU's health state (internal/health.State).

@@ -5,9 +5,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// OperandSource says who provides an operand (the driver or the container toolkit) on a
-// pool's nodes.
-// +kubebuilder:validation:Enum=Container;Preinstalled;GPUOperator
+// OperandSource says who provides an operand (the driver, the container toolkit or the
+// gpunode agent) on a pool's nodes. Each field lists the sources it takes.
 type OperandSource string
 
 const (
@@ -20,6 +19,23 @@ const (
 	// SourceGPUOperator: NVIDIA's GPU Operator deploys it; gpunode deploys nothing and
 	// waits for it.
 	SourceGPUOperator OperandSource = "GPUOperator"
+	// SourceChart (the agent only): the Helm chart's agent DaemonSet serves the pool's
+	// nodes, as on a node no pool selects.
+	SourceChart OperandSource = "Chart"
+)
+
+// The Node labels of the agent's hand-over between the chart's DaemonSet and a pool's
+// (written by the stack controller, field manager gpunode-stack).
+const (
+	// LabelChartAgent=off keeps the chart's agent DaemonSet off the Node (its node
+	// affinity): the Node's pool deploys the agent. Set before LabelStackAgent, removed
+	// after the pool's agent pod left the Node.
+	LabelChartAgent = "gpunode.dev/chart-agent"
+	// ChartAgentOff is LabelChartAgent's one value.
+	ChartAgentOff = "off"
+	// LabelStackAgent=<pool> puts pool's agent DaemonSet on the Node (its node selector).
+	// Set once no other agent pod is on the Node, removed first when the Node leaves.
+	LabelStackAgent = "gpunode.dev/stack-agent"
 )
 
 // MaxStackNodeStatus caps status.nodeStatus: nodes not ready first, then ready ones, by
@@ -38,6 +54,10 @@ type StackPoolSpec struct {
 	// Toolkit is the NVIDIA container toolkit of the pool's nodes (the nvidia runtime in
 	// containerd's config and the CDI spec of the GPUs).
 	Toolkit ToolkitOperand `json:"toolkit"`
+	// Agent is the gpunode agent of the pool's nodes: the chart's DaemonSet (Chart, the
+	// default) or a DaemonSet of the pool (Container) at the image and version given.
+	// +optional
+	Agent AgentOperand `json:"agent,omitzero"`
 	// Registry, when set, replaces the registry host and path of every operand image (its
 	// last path element and tag stay): "registry.example:5000/mirror" turns
 	// "nvcr.io/nvidia/driver:580.95.05-ubuntu24.04" into
@@ -61,6 +81,7 @@ type StackPoolSpec struct {
 type DriverOperand struct {
 	// Source is who provides the driver: Container (gpunode's DaemonSet), Preinstalled
 	// (the node image) or GPUOperator.
+	// +kubebuilder:validation:Enum=Container;Preinstalled;GPUOperator
 	Source OperandSource `json:"source"`
 	// Image is the driver container image (Container only): a full reference, or a
 	// repository to which ":<version>" is added.
@@ -86,6 +107,7 @@ type DriverOperand struct {
 type ToolkitOperand struct {
 	// Source is who provides the toolkit: Container (gpunode's DaemonSet), Preinstalled
 	// (the node image) or GPUOperator.
+	// +kubebuilder:validation:Enum=Container;Preinstalled;GPUOperator
 	Source OperandSource `json:"source"`
 	// Image is the toolkit container image (Container only): a full reference, or a
 	// repository to which ":v<version>" is added.
@@ -97,6 +119,34 @@ type ToolkitOperand struct {
 	// Version is the toolkit version, e.g. "1.18.0".
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9]+[.][0-9]+([.][0-9]+)?$')",message="toolkit.version is a version such as 1.18.0"
+	// +optional
+	Version string `json:"version,omitempty"`
+}
+
+// AgentOperand is where a pool's gpunode agent comes from.
+//
+// +kubebuilder:validation:XValidation:rule="self.source != 'Container' || has(self.image)",message="agent.image is required when agent.source is Container"
+// +kubebuilder:validation:XValidation:rule="self.source == 'Container' || !has(self.image)",message="agent.image is set only when agent.source is Container: with Chart the chart's agent DaemonSet runs its own image"
+// +kubebuilder:validation:XValidation:rule="self.source != 'Container' || has(self.version)",message="agent.version is required when agent.source is Container: it is the version the agent must report (gpunode version)"
+// +kubebuilder:validation:XValidation:rule="self.source == 'Container' || !has(self.version)",message="agent.version is set only when agent.source is Container: with Chart the chart's agent DaemonSet runs its own version"
+type AgentOperand struct {
+	// Source is who deploys the agent: Chart (the chart's agent DaemonSet, the default) or
+	// Container (a DaemonSet of the pool, updateStrategy OnDelete, with the chart's agent
+	// pod template and the image below).
+	// +kubebuilder:validation:Enum=Chart;Container
+	// +kubebuilder:default=Chart
+	Source OperandSource `json:"source"`
+	// Image is the gpunode image (Container only): a full reference, or a repository to
+	// which ":<version>" is added.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^[^\s]+$`
+	// +optional
+	Image string `json:"image,omitempty"`
+	// Version is the agent version the image runs, as the agent reports it
+	// (status.versions.agent of the GPUNode, `gpunode version`), e.g. "0.1.0".
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^v?[0-9]+[.][0-9]+[.][0-9]+([-+][0-9A-Za-z.-]+)?$')",message="agent.version is a gpunode version such as 0.1.0"
 	// +optional
 	Version string `json:"version,omitempty"`
 }
@@ -113,14 +163,16 @@ type StackPoolStatus struct {
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
-	// Nodes counts the pool's member nodes (matched by this pool alone).
+	// Nodes counts the pool's member nodes (matched by this pool alone); written even
+	// when 0.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
-	Nodes int32 `json:"nodes,omitempty"`
-	// ReadyNodes counts the members whose driver and toolkit are both ready.
+	Nodes int32 `json:"nodes"`
+	// ReadyNodes counts the members whose driver, toolkit and agent are all ready;
+	// written even when 0.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
-	ReadyNodes int32 `json:"readyNodes,omitempty"`
+	ReadyNodes int32 `json:"readyNodes"`
 	// ConflictingNodes counts the Nodes this pool matches that another pool matches too.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
@@ -131,6 +183,10 @@ type StackPoolStatus struct {
 	// Toolkit is the toolkit version wanted and the versions running across the members.
 	// +optional
 	Toolkit OperandVersions `json:"toolkit,omitzero"`
+	// Agent is the agent version wanted (Container) and the versions the members' agents
+	// report.
+	// +optional
+	Agent OperandVersions `json:"agent,omitzero"`
 	// NodeStatus is per member node, nodes not ready first, then by name, at most
 	// MaxStackNodeStatus (256) of them; NodeStatusOmitted counts the members left out.
 	// +kubebuilder:validation:MaxItems=256
@@ -148,6 +204,7 @@ type StackPoolStatus struct {
 type OperandVersions struct {
 	// Source is the operand's effective source: the spec's, or GPUOperator when the GPU
 	// Operator owns an operand the spec asks gpunode to deploy.
+	// +kubebuilder:validation:Enum=Container;Preinstalled;GPUOperator;Chart
 	// +optional
 	Source OperandSource `json:"source,omitempty"`
 	// Wanted is the version the pool asks for ("" when any will do).
@@ -183,6 +240,8 @@ type StackNodeStatus struct {
 	Driver NodeOperandStatus `json:"driver,omitzero"`
 	// +optional
 	Toolkit NodeOperandStatus `json:"toolkit,omitzero"`
+	// +optional
+	Agent NodeOperandStatus `json:"agent,omitzero"`
 }
 
 // NodeOperandStatus is one operand on one node.
@@ -191,8 +250,8 @@ type NodeOperandStatus struct {
 	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	Wanted string `json:"wanted,omitempty"`
-	// Running is the version the node runs: the one NVML reports (driver) or the operand
-	// pod's version label (toolkit); "" when unknown.
+	// Running is the version the node runs: the one NVML reports (driver), the operand
+	// pod's version label (toolkit) or the one the agent reports (agent); "" when unknown.
 	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	Running string `json:"running,omitempty"`
@@ -245,6 +304,8 @@ const (
 // +kubebuilder:printcolumn:name="Running-Driver",type=string,JSONPath=`.status.driver.summary`
 // +kubebuilder:printcolumn:name="Toolkit",type=string,JSONPath=`.status.toolkit.wanted`
 // +kubebuilder:printcolumn:name="Running-Toolkit",type=string,JSONPath=`.status.toolkit.summary`,priority=1
+// +kubebuilder:printcolumn:name="Agent",type=string,JSONPath=`.status.agent.wanted`,priority=1
+// +kubebuilder:printcolumn:name="Running-Agent",type=string,JSONPath=`.status.agent.summary`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type StackPool struct {
 	metav1.TypeMeta   `json:",inline"`

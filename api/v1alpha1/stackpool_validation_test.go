@@ -1,6 +1,7 @@
 package v1alpha1_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -68,6 +69,27 @@ func TestTheAPIServerRefusesStackPoolsThatCannotBeDeployed(t *testing.T) {
 		{"a registry with a scheme", func(p *v1alpha1.StackPool) {
 			p.Spec.Registry = "https://registry.example"
 		}, "spec.registry: Invalid value"},
+		{"an agent container without an image", func(p *v1alpha1.StackPool) {
+			p.Spec.Agent = v1alpha1.AgentOperand{Source: v1alpha1.SourceContainer, Version: "0.1.0"}
+		}, "agent.image is required when agent.source is Container"},
+		{"an agent container without the version the agent must report", func(p *v1alpha1.StackPool) {
+			p.Spec.Agent = v1alpha1.AgentOperand{Source: v1alpha1.SourceContainer, Image: "ghcr.io/gpunode/gpunode"}
+		}, "agent.version is required when agent.source is Container"},
+		{"the chart's agent with an image", func(p *v1alpha1.StackPool) {
+			p.Spec.Agent = v1alpha1.AgentOperand{Source: v1alpha1.SourceChart, Image: "ghcr.io/gpunode/gpunode"}
+		}, "agent.image is set only when agent.source is Container"},
+		{"the chart's agent with a version", func(p *v1alpha1.StackPool) {
+			p.Spec.Agent = v1alpha1.AgentOperand{Source: v1alpha1.SourceChart, Version: "0.1.0"}
+		}, "agent.version is set only when agent.source is Container"},
+		{"an agent version that is not a gpunode version", func(p *v1alpha1.StackPool) {
+			p.Spec.Agent = v1alpha1.AgentOperand{Source: v1alpha1.SourceContainer, Image: "ghcr.io/gpunode/gpunode", Version: "latest"}
+		}, "agent.version is a gpunode version such as 0.1.0"},
+		{"an agent from the GPU Operator, which has none", func(p *v1alpha1.StackPool) {
+			p.Spec.Agent = v1alpha1.AgentOperand{Source: v1alpha1.SourceGPUOperator}
+		}, `spec.agent.source: Unsupported value: "GPUOperator"`},
+		{"a driver from the chart, which deploys no driver", func(p *v1alpha1.StackPool) {
+			p.Spec.Driver.Source = v1alpha1.SourceChart
+		}, `spec.driver.source: Unsupported value: "Chart"`},
 		{"a pool whose name cannot be a label value", func(p *v1alpha1.StackPool) {
 			p.Name = strings.Repeat("a", 64)
 		}, "a StackPool's name is at most 63 characters"},
@@ -109,6 +131,12 @@ func TestTheAPIServerTakesStackPoolsOfEverySource(t *testing.T) {
 			p.Spec.Registry = "registry.example:5000/mirror"
 			p.Spec.ImagePullSecrets = append(p.Spec.ImagePullSecrets, corev1.LocalObjectReference{Name: "mirror-pull"})
 		}},
+		{"the agent as a container of the pool", func(p *v1alpha1.StackPool) {
+			p.Spec.Agent = v1alpha1.AgentOperand{Source: v1alpha1.SourceContainer, Image: "ghcr.io/gpunode/gpunode", Version: "0.1.0"}
+		}},
+		{"the chart's agent, said so", func(p *v1alpha1.StackPool) {
+			p.Spec.Agent = v1alpha1.AgentOperand{Source: v1alpha1.SourceChart}
+		}},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -119,5 +147,17 @@ func TestTheAPIServerTakesStackPoolsOfEverySource(t *testing.T) {
 			}
 			t.Cleanup(func() { _ = c.Delete(t.Context(), p) })
 		})
+	}
+}
+
+func TestAnEmptyStatusShowsZeroNodesAndZeroReady(t *testing.T) {
+	raw, err := json.Marshal(v1alpha1.StackPoolStatus{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"nodes":0`, `"readyNodes":0`} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("an empty status is %s, without %s: kubectl's NODES and READY columns would be empty rather than 0", raw, want)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpunode/gpunode/api/v1alpha1"
+	"github.com/gpunode/gpunode/internal/buildinfo"
 	"github.com/gpunode/gpunode/internal/gpu/sim"
 	"github.com/gpunode/gpunode/internal/labels"
 	"github.com/gpunode/gpunode/internal/nodeops"
@@ -122,6 +123,7 @@ func TestTheStatusCarriesInventoryVersionsAndHealthAndLeavesThePhaseAlone(t *tes
 		{"GPU 0 has a UUID, model and memory", st.Inventory.GPUs[0].UUID != "" && st.Inventory.GPUs[0].Model == "NVIDIA H100 80GB HBM3" && st.Inventory.GPUs[0].MemoryMiB > 0},
 		{"GPU 0 reports its NVLinks", st.Inventory.GPUs[0].NVLinks != nil && st.Inventory.GPUs[0].NVLinks.Total > 0},
 		{"driver, CUDA, kernel and containerd versions are set", st.Versions.Driver != "" && st.Versions.CUDA != "" && st.Versions.Kernel != "" && st.Versions.Containerd != ""},
+		{"the agent reports its own version", st.Versions.Agent != "" && st.Versions.Agent == buildinfo.Get().Version},
 		{"GPU 3 needs an action", st.GPUHealth[3].Action != "none" && len(st.GPUHealth[3].Causes) > 0},
 		{"GPUHealthy is False", conditionStatus(st.Conditions, v1alpha1.ConditionGPUHealthy) == metav1.ConditionFalse},
 		{"the agent wrote no holds", len(st.Holds) == 0},

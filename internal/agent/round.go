@@ -54,6 +54,7 @@ func (a *Agent) round(ctx context.Context) error {
 	var accErr error
 	a.during(func() { accErr = a.acceptance(ctx, gn, selectable, acceleratorClass(lbls)) })
 	st := observedStatus(facts, lbls, a.mon.Health(), node.Status.NodeInfo.KubeletVersion)
+	st.Versions.Agent = cut(a.cfg.Tool.Version, 64) // a pool's agent DaemonSet waits for its version
 	if facts.GPU != nil {
 		a.parents.update(facts.GPU.Devices)
 		withUsage(&st, a.usageOf(ctx, facts.GPU.Devices))

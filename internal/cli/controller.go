@@ -39,6 +39,7 @@ type controllerOptions struct {
 	remediation        bool
 	stack              bool
 	stackNamespace     string
+	stackAgentTemplate string
 }
 
 func newControllerCommand() *cobra.Command {
@@ -59,10 +60,11 @@ reboot-node, power-cycle), each step followed by acceptance, within each pool's 
 circuit breaker, ending in Maintenance when nothing clears the fault. A pool turns it off
 with spec.remediation.disabled; docs/remediation.md has the rules.
 
-With --stack (the default) it deploys the StackPools' operands: the driver and container
-toolkit DaemonSets (updateStrategy OnDelete) in --stack-namespace, the gpunode.dev/stack-pool
-label on each member Node, and a hold (owner stack) on a member until both operands are
-ready on it, or on a Node two pools select; docs/stack.md has the model.
+With --stack (the default) it deploys the StackPools' operands: the driver, container
+toolkit and (from the pod template of --stack-agent-template) agent DaemonSets
+(updateStrategy OnDelete) in --stack-namespace, the gpunode.dev/stack-pool label on each
+member Node, and a hold (owner stack) on a member until its operands are ready on it, or on
+a Node two pools select; docs/stack.md has the model.
 
 With --leader-elect (the default) only the replica holding the Lease
 ` + leaderElectionID + ` in --leader-election-namespace acts. Metrics are served on
@@ -79,6 +81,7 @@ With --leader-elect (the default) only the replica holding the Lease
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the pod's service account)")
 	fs.BoolVar(&o.remediation, "remediation", true, "isolate and recover faulty GPU nodes (false: acceptance gating only)")
 	fs.BoolVar(&o.stack, "stack", true, "deploy and judge the StackPools' driver and toolkit (false: no stack pools)")
+	fs.StringVar(&o.stackAgentTemplate, "stack-agent-template", "", "the chart's agent DaemonSet in --stack-namespace: a StackPool whose agent is a Container runs its pod template (\"\": no pool agent DaemonSets)")
 	fs.StringVar(&o.stackNamespace, "stack-namespace", "", "namespace of the StackPools' DaemonSets (default: --leader-election-namespace, the controller's own)")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "act only while holding the leader Lease (run more than one replica safely)")
 	fs.StringVar(&o.leaderElectionNS, "leader-election-namespace", "gpunode-system", "namespace of the leader Lease")
@@ -165,7 +168,7 @@ func newControllerManager(cfg *rest.Config, o *controllerOptions, again bool) (m
 	}
 	if o.stack {
 		sr := &stack.Reconciler{Client: mgr.GetClient(), Cache: mgr.GetCache(), Recorder: mgr.GetEventRecorder(stack.Name),
-			Clock: clock.RealClock{}, Namespace: stackNS}
+			Clock: clock.RealClock{}, Namespace: stackNS, AgentTemplate: o.stackAgentTemplate}
 		if err := sr.SetupWithManager(mgr); err != nil {
 			return nil, err
 		}

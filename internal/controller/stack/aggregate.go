@@ -31,7 +31,7 @@ type PoolFacts struct {
 // MaxStackNodeStatus), and the conditions Ready, NodesConflicting, OwnedByGPUOperator.
 func Aggregate(p *v1alpha1.StackPool, f PoolFacts) (v1alpha1.StackPoolStatus, []metav1.Condition) {
 	st := v1alpha1.StackPoolStatus{ObservedGeneration: p.Generation, Nodes: int32(len(f.Members))}
-	driverRunning, toolkitRunning := map[string]int32{}, map[string]int32{}
+	driverRunning, toolkitRunning, agentRunning := map[string]int32{}, map[string]int32{}, map[string]int32{}
 	for _, m := range f.Members {
 		if Ready(m) {
 			st.ReadyNodes++
@@ -42,10 +42,14 @@ func Aggregate(p *v1alpha1.StackPool, f PoolFacts) (v1alpha1.StackPoolStatus, []
 		if m.Toolkit.Running != "" {
 			toolkitRunning[m.Toolkit.Running]++
 		}
+		if m.Agent.Running != "" {
+			agentRunning[m.Agent.Running]++
+		}
 	}
 	st.ConflictingNodes = int32(len(f.Conflicting))
 	st.Driver = versions(p.Spec.Driver.Source, p.Spec.Driver.Version, driverRunning)
 	st.Toolkit = versions(p.Spec.Toolkit.Source, p.Spec.Toolkit.Version, toolkitRunning)
+	st.Agent = versions(AgentSource(p), p.Spec.Agent.Version, agentRunning)
 	driverOwner, toolkitOwner := owners(f.Sources)
 	if p.Spec.Driver.Source == v1alpha1.SourceContainer && driverOwner == "" {
 		if owner, _, all := f.GPUOperator.DriverOwnsAll(); all {
@@ -78,7 +82,7 @@ func Aggregate(p *v1alpha1.StackPool, f PoolFacts) (v1alpha1.StackPoolStatus, []
 	}
 	st.NodeStatus = nodes
 
-	conds := []metav1.Condition{readyCondition(st), conflictCondition(f.Conflicting), ownedCondition(p, driverOwner, toolkitOwner)}
+	conds := []metav1.Condition{readyCondition(p, st), conflictCondition(f.Conflicting), ownedCondition(p, driverOwner, toolkitOwner)}
 	return st, conds
 }
 
@@ -120,13 +124,17 @@ func owners(srcs []Sources) (driver, toolkit string) {
 	return driver, toolkit
 }
 
-func readyCondition(st v1alpha1.StackPoolStatus) metav1.Condition {
+func readyCondition(p *v1alpha1.StackPool, st v1alpha1.StackPoolStatus) metav1.Condition {
+	operands := "the driver and toolkit are"
+	if AgentSource(p) == v1alpha1.SourceContainer {
+		operands = "the driver, toolkit and agent are"
+	}
 	c := metav1.Condition{Type: v1alpha1.ConditionStackReady}
 	switch {
 	case st.Nodes == 0:
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, v1alpha1.ReasonNoNodes, "no Node is a member: none matches spec.nodeSelector, or each that does is matched by another pool too"
 	case st.ReadyNodes == st.Nodes:
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, v1alpha1.ReasonAllNodesReady, fmt.Sprintf("the driver and toolkit are ready on all %d nodes", st.Nodes)
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, v1alpha1.ReasonAllNodesReady, fmt.Sprintf("%s ready on all %d nodes", operands, st.Nodes)
 	default:
 		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.ReasonNodesNotReady
 		c.Message = fmt.Sprintf("%d of %d nodes ready", st.ReadyNodes, st.Nodes)

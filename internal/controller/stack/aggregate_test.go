@@ -13,7 +13,8 @@ import (
 func member(name, driver string, ready bool) v1alpha1.StackNodeStatus {
 	st := v1alpha1.StackNodeStatus{Name: name,
 		Driver:  v1alpha1.NodeOperandStatus{Wanted: driverWanted, Running: driver, Ready: ready},
-		Toolkit: v1alpha1.NodeOperandStatus{Wanted: toolkitWanted, Running: toolkitWanted, Ready: true}}
+		Toolkit: v1alpha1.NodeOperandStatus{Wanted: toolkitWanted, Running: toolkitWanted, Ready: true},
+		Agent:   v1alpha1.NodeOperandStatus{Running: "0.1.0", Ready: true}}
 	if !ready {
 		st.Driver.Message = fmt.Sprintf("driver: NVML reports %s, pool wants %s", driver, driverWanted)
 	}

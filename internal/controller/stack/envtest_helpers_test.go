@@ -36,6 +36,9 @@ const waitTimeout = 60 * time.Second
 // testNamespace is the controller's namespace in these tests.
 const testNamespace = "gpunode-system"
 
+// chartAgent is the chart's agent DaemonSet the controller is told of (--stack-agent-template).
+const chartAgent = "gpunode-agent"
+
 // startController starts a manager running the stack Reconciler against the test API
 // server, with the controller command's cache and client options, and stops it when t ends.
 func startController(t *testing.T) client.Client {
@@ -63,7 +66,7 @@ func startController(t *testing.T) client.Client {
 		t.Fatalf("new manager: %v", err)
 	}
 	r := &Reconciler{Client: mgr.GetClient(), Cache: mgr.GetCache(), Recorder: mgr.GetEventRecorder(Name),
-		Clock: clock.RealClock{}, Namespace: testNamespace}
+		Clock: clock.RealClock{}, Namespace: testNamespace, AgentTemplate: chartAgent}
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}

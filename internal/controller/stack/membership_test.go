@@ -55,9 +55,9 @@ func TestMemberFindsTheOnePoolThatSelectsANode(t *testing.T) {
 }
 
 func TestDecideNodeLabelsMembersAndHoldsWhatIsNotReady(t *testing.T) {
-	ready := &v1alpha1.StackNodeStatus{Name: "n", Driver: v1alpha1.NodeOperandStatus{Ready: true}, Toolkit: v1alpha1.NodeOperandStatus{Ready: true}}
+	ready := &v1alpha1.StackNodeStatus{Name: "n", Driver: v1alpha1.NodeOperandStatus{Ready: true}, Toolkit: v1alpha1.NodeOperandStatus{Ready: true}, Agent: v1alpha1.NodeOperandStatus{Ready: true}}
 	notReady := &v1alpha1.StackNodeStatus{Name: "n", Driver: v1alpha1.NodeOperandStatus{Message: "driver: NVML reports 570.1, pool wants 580.95.05"},
-		Toolkit: v1alpha1.NodeOperandStatus{Ready: true}}
+		Toolkit: v1alpha1.NodeOperandStatus{Ready: true}, Agent: v1alpha1.NodeOperandStatus{Ready: true}}
 	tests := []struct {
 		name  string
 		m     Membership

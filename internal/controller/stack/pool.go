@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1alpha1 "github.com/gpunode/gpunode/api/v1alpha1"
 	"github.com/gpunode/gpunode/internal/applyfields"
@@ -26,7 +27,8 @@ type poolScope struct {
 	pools    []v1alpha1.StackPool
 	operator GPUOperator
 	facts    PoolFacts
-	excluded []string // members whose driver an NVIDIADriver deploys
+	excluded []string          // members whose driver an NVIDIADriver deploys
+	agent    *appsv1.DaemonSet // the chart's agent DaemonSet, the agent's template; nil when none
 	result   ctrl.Result
 }
 
@@ -66,7 +68,24 @@ func (r *Reconciler) readPools(ctx context.Context, s *poolScope) error {
 		return err
 	}
 	s.operator, s.facts.GPUOperator = g, g
-	return nil
+	s.agent, err = r.agentTemplate(ctx)
+	return err
+}
+
+// agentTemplate is the chart's agent DaemonSet (AgentTemplate, in Namespace); nil when
+// none is named or it does not exist.
+func (r *Reconciler) agentTemplate(ctx context.Context) (*appsv1.DaemonSet, error) {
+	if r.AgentTemplate == "" {
+		return nil, nil
+	}
+	ds := &appsv1.DaemonSet{}
+	switch err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.AgentTemplate}, ds); {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("get the agent's template DaemonSet %s/%s: %w", r.Namespace, r.AgentTemplate, err)
+	}
+	return ds, nil
 }
 
 // judgeMembers finds the Nodes the pool selects, tells members from conflicts, and decides
@@ -81,9 +100,9 @@ func (r *Reconciler) judgeMembers(ctx context.Context, s *poolScope) error {
 	if err := r.Cache.List(ctx, nodes, client.MatchingLabelsSelector{Selector: sel}); err != nil {
 		return fmt.Errorf("list the Nodes of StackPool %q: %w", s.pool.Name, err)
 	}
-	var pods corev1.PodList
-	if err := r.Cache.List(ctx, &pods, client.InNamespace(r.Namespace), client.MatchingLabels{v1alpha1.LabelStackPool: s.pool.Name}); err != nil {
-		return fmt.Errorf("list the operand pods of StackPool %q: %w", s.pool.Name, err)
+	var pods corev1.PodList // every pool's: a member may still have pods of the pool it left
+	if err := r.Cache.List(ctx, &pods, client.InNamespace(r.Namespace)); err != nil {
+		return fmt.Errorf("list the operand pods for StackPool %q: %w", s.pool.Name, err)
 	}
 	podsOn := map[string][]corev1.Pod{}
 	for _, p := range pods.Items {
@@ -135,7 +154,13 @@ func (r *Reconciler) judgeMembers(ctx context.Context, s *poolScope) error {
 // pool's DaemonSets it no longer wants (an operand moved to Preinstalled or to the GPU
 // Operator). An applied template change does not restart a pod: updateStrategy OnDelete.
 func (r *Reconciler) applyDaemonSets(ctx context.Context, s *poolScope) error {
-	want := Render(s.pool, r.Namespace, s.operator, s.excluded)
+	want := Render(s.pool, r.Namespace, s.operator, s.excluded, s.agent)
+	if AgentSource(s.pool) == v1alpha1.SourceContainer && s.agent == nil {
+		log.FromContext(ctx).Error(nil, "no agent DaemonSet for the pool: the agent's template DaemonSet is missing",
+			"stackPool", s.pool.Name, "template", r.AgentTemplate, "namespace", r.Namespace)
+		r.Recorder.Eventf(s.pool, nil, corev1.EventTypeWarning, "AgentTemplateMissing", "Render",
+			"spec.agent.source is Container but the chart's agent DaemonSet %q is not in namespace %s (controller flag --stack-agent-template): no agent DaemonSet is rendered", r.AgentTemplate, r.Namespace)
+	}
 	for _, ds := range want {
 		content, err := applyfields.Of(ds)
 		if err != nil {

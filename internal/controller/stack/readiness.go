@@ -29,12 +29,12 @@ type NodeFacts struct {
 	Name string
 	// GPUNode is the node's GPUNode; nil when the agent has not created it.
 	GPUNode *v1alpha1.GPUNode
-	// Pods are the operand pods on the node: gpunode's (labelled gpunode.dev/stack-pool)
-	// and the GPU Operator's driver pods.
+	// Pods are the operand pods on the node: gpunode's of every pool (labelled
+	// gpunode.dev/stack-pool) and the GPU Operator's driver pods.
 	Pods []corev1.Pod
 }
 
-// Readiness decides whether pool p's driver and toolkit are ready on a member node, with
+// Readiness decides whether pool p's driver, toolkit and agent are ready on a member node, with
 // the operands' sources after the GPU Operator (Effective):
 //   - driver, Container: the pool's driver pod on the node is Running and Ready with the
 //     wanted version label, and NVML reports the wanted version (GPUNode
@@ -43,9 +43,14 @@ type NodeFacts struct {
 //     version, and the wanted version when the pool names one;
 //   - toolkit: the agent's checks of the runtime config and CDI spec pass
 //     (status.stack.toolkit.ready), and, Container, the pool's toolkit pod on the node is
-//     Running and Ready with the wanted version label.
+//     Running and Ready with the wanted version label;
+//   - agent (agentReadiness): Chart, ready; Container, the pool's agent pod and the
+//     version the agent reports;
+//   - any operand: not ready while another pool's pod of it is still on the node (the
+//     node moved from that pool).
 func Readiness(p *v1alpha1.StackPool, src Sources, f NodeFacts) v1alpha1.StackNodeStatus {
-	return v1alpha1.StackNodeStatus{Name: f.Name, Driver: driverReadiness(p, src, f), Toolkit: toolkitReadiness(p, src, f)}
+	return v1alpha1.StackNodeStatus{Name: f.Name, Driver: driverReadiness(p, src, f), Toolkit: toolkitReadiness(p, src, f),
+		Agent: agentReadiness(p, f)}
 }
 
 func driverReadiness(p *v1alpha1.StackPool, src Sources, f NodeFacts) v1alpha1.NodeOperandStatus {
@@ -56,6 +61,9 @@ func driverReadiness(p *v1alpha1.StackPool, src Sources, f NodeFacts) v1alpha1.N
 		nvml = f.GPUNode.Status.Versions.Driver
 	}
 	st.Running = nvml
+	if msg := otherPoolPod(p, f.Pods, ComponentDriver); msg != "" {
+		return notReady(st, "driver: "+msg)
+	}
 	switch src.Driver {
 	case v1alpha1.SourceContainer:
 		if msg := podProblem(p, f.Pods, ComponentDriver, wanted); msg != "" {
@@ -88,6 +96,9 @@ func toolkitReadiness(p *v1alpha1.StackPool, src Sources, f NodeFacts) v1alpha1.
 	st := v1alpha1.NodeOperandStatus{Wanted: wanted}
 	if f.GPUNode != nil && f.GPUNode.Status.Stack != nil {
 		st.Running = f.GPUNode.Status.Stack.Toolkit.Version
+	}
+	if msg := otherPoolPod(p, f.Pods, ComponentToolkit); msg != "" {
+		return notReady(st, "toolkit: "+msg)
 	}
 	if src.Toolkit == v1alpha1.SourceContainer {
 		pod := operandPod(p, f.Pods, ComponentToolkit)
@@ -204,13 +215,15 @@ func notReady(st v1alpha1.NodeOperandStatus, msg string) v1alpha1.NodeOperandSta
 	return st
 }
 
-// Ready reports whether both operands are ready.
-func Ready(st v1alpha1.StackNodeStatus) bool { return st.Driver.Ready && st.Toolkit.Ready }
+// Ready reports whether the driver, the toolkit and the agent are ready.
+func Ready(st v1alpha1.StackNodeStatus) bool {
+	return st.Driver.Ready && st.Toolkit.Ready && st.Agent.Ready
+}
 
 // NotReadyReason is the reason of the stack hold of a member node that is not ready.
 func NotReadyReason(st v1alpha1.StackNodeStatus) string {
 	var parts []string
-	for _, o := range []v1alpha1.NodeOperandStatus{st.Driver, st.Toolkit} {
+	for _, o := range []v1alpha1.NodeOperandStatus{st.Driver, st.Toolkit, st.Agent} {
 		if !o.Ready {
 			parts = append(parts, o.Message)
 		}

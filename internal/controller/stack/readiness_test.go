@@ -53,6 +53,15 @@ func TestReadinessIsTheOperandPodsAndWhatTheAgentReports(t *testing.T) {
 		{"a toolkit pod ready while the agent's runtime checks fail is not ready and gives the agent's message",
 			pool, container, reportingGPUNode("n", driverWanted, false), both,
 			true, "", false, "toolkit: the agent's runtime config and CDI checks fail: containerd has no nvidia runtime"},
+		{"a driver pod of the pool the node left keeps the driver not ready until it is gone",
+			pool, container, reportingGPUNode("n", driverWanted, true), func() []corev1.Pod {
+				return append(both(), runningPod("old", ComponentDriver, "n", driverWanted))
+			}, false, `driver: pod gpunode-old-driver-n of StackPool "old" is still on the node`, true, ""},
+		{"a toolkit pod of the pool the node left keeps a preinstalled toolkit not ready",
+			preinstalledPool("a"), Sources{Driver: v1alpha1.SourcePreinstalled, Toolkit: v1alpha1.SourcePreinstalled},
+			reportingGPUNode("n", driverWanted, true), func() []corev1.Pod {
+				return []corev1.Pod{runningPod("old", ComponentToolkit, "n", toolkitWanted)}
+			}, true, "", false, `toolkit: pod gpunode-old-toolkit-n of StackPool "old" is still on the node`},
 		{"a preinstalled driver is judged by NVML's version alone",
 			preinstalledPool("a"), Sources{Driver: v1alpha1.SourcePreinstalled, Toolkit: v1alpha1.SourcePreinstalled},
 			reportingGPUNode("n", driverWanted, true), func() []corev1.Pod { return nil }, true, "", true, ""},

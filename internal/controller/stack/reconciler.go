@@ -68,6 +68,10 @@ type Reconciler struct {
 	Clock clock.PassiveClock
 	// Namespace is where the operand DaemonSets live: the controller's own.
 	Namespace string
+	// AgentTemplate names the chart's agent DaemonSet in Namespace: a pool whose agent is a
+	// Container gets a DaemonSet of its pod template, and the Nodes handed over to a
+	// pool's agent wait for its pods to leave. "" when the chart deploys no agent.
+	AgentTemplate string
 }
 
 // OperandPods selects the pods the stack controller caches: gpunode's operand pods.
@@ -128,6 +132,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	pools := ctrl.NewControllerManagedBy(mgr).Named(Name+"-pool").
 		For(&v1alpha1.StackPool{}).
 		Owns(&appsv1.DaemonSet{}).
+		Watches(&appsv1.DaemonSet{}, handler.EnqueueRequestsFromMapFunc(r.everyPool), builder.WithPredicates(r.isAgentTemplate())).
 		WatchesMetadata(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.everyPool), builder.WithPredicates(labelsChanged())).
 		Watches(&v1alpha1.GPUNode{}, handler.EnqueueRequestsFromMapFunc(r.nodePool), builder.WithPredicates(stackFactsChanged())).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podPool))
@@ -158,6 +163,13 @@ func (r *Reconciler) installedKinds(mgr ctrl.Manager) []schema.GroupVersionKind 
 	return out
 }
 
+// isAgentTemplate passes the events of the chart's agent DaemonSet (the agent's template).
+func (r *Reconciler) isAgentTemplate() predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return r.AgentTemplate != "" && o.GetName() == r.AgentTemplate && o.GetNamespace() == r.Namespace
+	})
+}
+
 // labelsChanged passes creations, deletions and the updates that change labels.
 func labelsChanged() predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
@@ -166,7 +178,7 @@ func labelsChanged() predicate.Predicate {
 }
 
 // stackFactsChanged passes the GPUNode updates that change what readiness reads: the
-// driver version NVML reports and the agent's stack status.
+// driver version NVML reports, the agent's own version and its stack status.
 func stackFactsChanged() predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		a, ok1 := e.ObjectOld.(*v1alpha1.GPUNode)
@@ -174,7 +186,8 @@ func stackFactsChanged() predicate.Predicate {
 		if !ok1 || !ok2 {
 			return true
 		}
-		return a.Status.Versions.Driver != b.Status.Versions.Driver || !equality.Semantic.DeepEqual(a.Status.Stack, b.Status.Stack)
+		return a.Status.Versions.Driver != b.Status.Versions.Driver || a.Status.Versions.Agent != b.Status.Versions.Agent ||
+			!equality.Semantic.DeepEqual(a.Status.Stack, b.Status.Stack)
 	}}
 }
 

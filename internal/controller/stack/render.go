@@ -25,7 +25,8 @@ const (
 	ContainerdSocket    = "/run/containerd/containerd.sock"
 )
 
-// DaemonSetName is the name of pool's DaemonSet of component ("driver" or "toolkit").
+// DaemonSetName is the name of pool's DaemonSet of component ("driver", "toolkit" or
+// "agent").
 func DaemonSetName(pool, component string) string {
 	return "gpunode-" + pool + "-" + component
 }
@@ -50,10 +51,11 @@ func Image(image, tagPrefix, version, registry string) string {
 
 // Render is the DaemonSets pool p must have in namespace: one per operand whose source is
 // Container, except an operand the GPU Operator deploys on every node (g). The driver
-// DaemonSet keeps off the nodes named in excluded (the nodes an NVIDIADriver selects).
-// Both are updateStrategy OnDelete: a template change reaches a node only when its pod is
+// DaemonSet keeps off the nodes named in excluded (the nodes an NVIDIADriver selects). The
+// agent's is rendered from agentTemplate, the chart's agent DaemonSet (none when nil). All
+// are updateStrategy OnDelete: a template change reaches a node only when its pod is
 // deleted.
-func Render(p *v1alpha1.StackPool, namespace string, g GPUOperator, excluded []string) []*appsv1.DaemonSet {
+func Render(p *v1alpha1.StackPool, namespace string, g GPUOperator, excluded []string, agentTemplate *appsv1.DaemonSet) []*appsv1.DaemonSet {
 	var out []*appsv1.DaemonSet
 	driverOwned := false
 	if p.Spec.Driver.Source == v1alpha1.SourceContainer {
@@ -68,6 +70,9 @@ func Render(p *v1alpha1.StackPool, namespace string, g GPUOperator, excluded []s
 			driverContainer := p.Spec.Driver.Source == v1alpha1.SourceContainer && !driverOwned
 			out = append(out, toolkitDaemonSet(p, namespace, driverContainer))
 		}
+	}
+	if AgentSource(p) == v1alpha1.SourceContainer && agentTemplate != nil {
+		out = append(out, agentDaemonSet(p, namespace, agentTemplate))
 	}
 	return out
 }

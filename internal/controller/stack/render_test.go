@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1alpha1 "github.com/gpunode/gpunode/api/v1alpha1"
 )
@@ -60,7 +61,7 @@ func TestRenderGivesOneOnDeleteDaemonSetPerContainerOperand(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dss := Render(tt.pool, "gpunode-system", tt.operator, tt.excluded)
+			dss := Render(tt.pool, "gpunode-system", tt.operator, tt.excluded, nil)
 			var names []string
 			for _, ds := range dss {
 				names = append(names, ds.Name)
@@ -89,13 +90,68 @@ func TestRenderGivesOneOnDeleteDaemonSetPerContainerOperand(t *testing.T) {
 
 // checkFrame checks what every operand DaemonSet has: OnDelete, the pool's selector and
 // labels, its owner, and gpunode's hold taints tolerated.
+func TestRenderGivesAnAgentDaemonSetOnlyToAContainerAgentWithTheChartsTemplate(t *testing.T) {
+	tmpl := &appsv1.DaemonSet{Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app.kubernetes.io/instance": "gpunode"}},
+		Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{"kubernetes.io/os": "linux"},
+			Tolerations:  []corev1.Toleration{{Key: v1alpha1.TaintNotAccepted, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+			Containers:   []corev1.Container{{Name: AgentContainer, Image: "ghcr.io/gpunode/gpunode:0.1.0"}, {Name: "sidecar", Image: "example.invalid/sidecar"}},
+		},
+	}}}
+	tests := []struct {
+		name string
+		pool *v1alpha1.StackPool
+		tmpl *appsv1.DaemonSet
+		want []string
+	}{
+		{"a pool whose agent is a container gets an agent DaemonSet", agentPool("a"), tmpl,
+			[]string{"gpunode-a-driver", "gpunode-a-toolkit", "gpunode-a-agent"}},
+		{"a pool whose agent is the chart's gets none", containerPool("a"), tmpl, []string{"gpunode-a-driver", "gpunode-a-toolkit"}},
+		{"without the chart's agent DaemonSet no agent DaemonSet is rendered", agentPool("a"), nil,
+			[]string{"gpunode-a-driver", "gpunode-a-toolkit"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var names []string
+			for _, ds := range Render(tt.pool, "gpunode-system", GPUOperator{}, nil, tt.tmpl) {
+				names = append(names, ds.Name)
+				checkFrame(t, tt.pool, ds)
+				if ds.Labels[LabelComponent] != ComponentAgent {
+					continue
+				}
+				cs := ds.Spec.Template.Spec.Containers
+				if cs[0].Image != agentImage+":"+agentWanted || cs[1].Image != "example.invalid/sidecar" {
+					t.Errorf("images %s, %s: want the agent's replaced by the pool's and the others kept", cs[0].Image, cs[1].Image)
+				}
+				if ds.Spec.Template.Labels["app.kubernetes.io/instance"] != "gpunode" {
+					t.Errorf("the chart's pod labels are lost: %v", ds.Spec.Template.Labels)
+				}
+				if len(ds.Spec.Template.Spec.Tolerations) != 3 {
+					t.Errorf("tolerations %+v: want the chart's and the operands', each once", ds.Spec.Template.Spec.Tolerations)
+				}
+			}
+			if !slices.Equal(names, tt.want) {
+				t.Errorf("rendered %v, want %v", names, tt.want)
+			}
+			if tmpl.Spec.Template.Spec.Containers[0].Image != "ghcr.io/gpunode/gpunode:0.1.0" || tmpl.Spec.Template.Spec.NodeSelector["kubernetes.io/os"] != "linux" {
+				t.Errorf("rendering changed the chart's DaemonSet: %+v", tmpl.Spec.Template.Spec)
+			}
+		})
+	}
+}
+
 func checkFrame(t *testing.T, p *v1alpha1.StackPool, ds *appsv1.DaemonSet) {
 	t.Helper()
 	if ds.Spec.UpdateStrategy.Type != appsv1.OnDeleteDaemonSetStrategyType {
 		t.Errorf("%s update strategy = %s, want OnDelete", ds.Name, ds.Spec.UpdateStrategy.Type)
 	}
-	if got := ds.Spec.Template.Spec.NodeSelector[v1alpha1.LabelStackPool]; got != p.Name {
-		t.Errorf("%s node selector = %v, want %s=%s", ds.Name, ds.Spec.Template.Spec.NodeSelector, v1alpha1.LabelStackPool, p.Name)
+	nodeLabel := v1alpha1.LabelStackPool
+	if ds.Labels[LabelComponent] == ComponentAgent {
+		nodeLabel = v1alpha1.LabelStackAgent // the agent's hand-over label
+	}
+	if got := ds.Spec.Template.Spec.NodeSelector[nodeLabel]; got != p.Name || len(ds.Spec.Template.Spec.NodeSelector) != 1 {
+		t.Errorf("%s node selector = %v, want %s=%s alone", ds.Name, ds.Spec.Template.Spec.NodeSelector, nodeLabel, p.Name)
 	}
 	for k, v := range ds.Spec.Selector.MatchLabels {
 		if ds.Spec.Template.Labels[k] != v {
