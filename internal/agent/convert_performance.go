@@ -1,12 +1,12 @@
 package agent
 
 import (
-	"cmp"
 	"math"
 	"slices"
 
 	"github.com/gpunode/gpunode/api/v1alpha1"
 	"github.com/gpunode/gpunode/internal/accept"
+	"github.com/gpunode/gpunode/internal/baseline"
 	"github.com/gpunode/gpunode/internal/record"
 )
 
@@ -63,21 +63,10 @@ func performance(r *record.Record) []v1alpha1.ModelPerformance {
 		for _, metric := range metrics[model] {
 			k := key{model, metric}
 			vs := values[k]
-			mp.Metrics = append(mp.Metrics, v1alpha1.MetricValue{Name: metric, Value: median(vs), Lowest: slices.Min(vs),
+			mp.Metrics = append(mp.Metrics, v1alpha1.MetricValue{Name: metric, Value: baseline.Median(vs), Lowest: slices.Min(vs),
 				Unit: units[k], GPUs: int32(min(len(vs), v1alpha1.MaxGPUs))})
 		}
 		out = append(out, mp)
 	}
 	return out
-}
-
-// median of a non-empty list; the mean of the middle two for an even count.
-func median(vs []float64) float64 {
-	s := slices.Clone(vs)
-	slices.SortFunc(s, cmp.Compare[float64])
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
