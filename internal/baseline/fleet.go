@@ -40,15 +40,6 @@ type FleetMetric struct {
 	Samples int
 }
 
-// Metric returns the fleet metric m, if the baseline has it.
-func (b FleetBaseline) Metric(m Metric) (FleetMetric, bool) {
-	i := slices.IndexFunc(b.Metrics, func(f FleetMetric) bool { return f.Metric == m })
-	if i < 0 {
-		return FleetMetric{}, false
-	}
-	return b.Metrics[i], true
-}
-
 type fleetKey struct{ model, driver string }
 
 type nodeKey struct {
