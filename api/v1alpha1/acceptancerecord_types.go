@@ -41,6 +41,14 @@ type AcceptanceRecordSpec struct {
 	// +kubebuilder:validation:MaxItems=256
 	// +optional
 	Checks []Check `json:"checks,omitempty"`
+	// Stack is the driver in force during the run.
+	// +optional
+	Stack RecordStack `json:"stack,omitzero"`
+	// Performance is what the performance layer measured, per GPU model; absent when the
+	// layer did not run or measured nothing.
+	// +kubebuilder:validation:MaxItems=8
+	// +optional
+	Performance []ModelPerformance `json:"performance,omitempty"`
 }
 
 // ToolRef is the gpunode build that ran the checks.

@@ -5,7 +5,10 @@ package v1alpha1
 //   - ../../config/crd/gpunode.dev_*.yaml (one CRD per kind, with the OpenAPI and CEL
 //     validation written as markers in the *_types.go files).
 //
+// Measured values (performance) are float64: allowDangerousTypes lets controller-gen
+// write them as OpenAPI numbers.
+//
 // controller-gen is pinned in go.mod as a tool, so `go generate ./api/...` needs nothing else.
 
 //go:generate go tool controller-gen object paths=./...
-//go:generate go tool controller-gen crd paths=./... output:crd:artifacts:config=../../config/crd
+//go:generate go tool controller-gen crd:allowDangerousTypes=true paths=./... output:crd:artifacts:config=../../config/crd

@@ -70,6 +70,10 @@ func acceptanceRecord(name string) *v1alpha1.AcceptanceRecord {
 				ID: "hardware.gpu-count", Layer: "hardware", Status: "pass", Message: "1 GPU, as expected",
 				Evidence: []string{"GPU 0 (GPU-0000): NVIDIA H100 80GB HBM3"},
 			}},
+			Stack: v1alpha1.RecordStack{DriverVersion: "580.95.05", CUDAVersion: "13.0"},
+			Performance: []v1alpha1.ModelPerformance{{Model: "NVIDIA H100 80GB HBM3", Metrics: []v1alpha1.MetricValue{
+				{Name: "hbm-copy", Value: 2950.25, Lowest: 2950.25, Unit: "GB/s", GPUs: 1},
+			}}},
 		},
 	}
 	// Every line of the template has a value.

@@ -124,6 +124,18 @@ func TestTheAPIServerRefusesInvalidObjects(t *testing.T) {
 			r.Spec.Policy.SHA256 = "abc"
 			return r
 		}, "spec.policy.sha256: Invalid value"},
+		{"an acceptance record with a negative measurement", func(name string) client.Object {
+			r := acceptanceRecord(name)
+			r.Spec.Performance[0].Metrics[0].Value = -1
+			return r
+		}, "spec.performance[0].metrics[0].value: Invalid value: -1"},
+		{"an acceptance record with more GPU models measured than the cap", func(name string) client.Object {
+			r := acceptanceRecord(name)
+			for len(r.Spec.Performance) <= v1alpha1.MaxPerformanceModels {
+				r.Spec.Performance = append(r.Spec.Performance, r.Spec.Performance[0])
+			}
+			return r
+		}, "spec.performance: Too many: 9: must have at most 8 items"},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

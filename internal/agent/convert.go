@@ -39,6 +39,8 @@ func RecordObject(r *record.Record, gen int64) *v1alpha1.AcceptanceRecord {
 		Backend:              backend,
 		Template:             template(r.Template),
 		Summary:              summary(r.Summary),
+		Stack:                stack(r),
+		Performance:          performance(r),
 	}
 	for _, l := range r.Layers {
 		spec.Layers = append(spec.Layers, v1alpha1.Layer(l))

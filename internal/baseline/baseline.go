@@ -1,8 +1,9 @@
 // Package baseline holds the performance a healthy GPU of a given model is expected to
 // reach: HBM copy bandwidth, FP32 and FP64 throughput and PCIe host↔device bandwidth.
-// The built-in table is derived from vendor specifications (each row cites its source);
-// a YAML file overrides it, and a fleet baseline (the median of the same model across
-// nodes) can replace either, all behind one Source interface.
+// The built-in table is derived from vendor specifications (each row cites its source) and
+// a YAML file overrides it, behind one Source interface. FleetBaselines computes what the
+// fleet's accepted nodes of a model measure on a driver (their median) from
+// AcceptanceRecords, and Compare judges a value against it and the node's previous one.
 package baseline
 
 import (
@@ -69,7 +70,7 @@ type Expected struct {
 	// Values per metric; a metric absent here has no baseline from this source.
 	Values map[Metric]float64
 	// Origin says where the values come from: "built-in" (datasheet peak × achievable
-	// fraction), a file name, or "fleet median of 12 nodes".
+	// fraction) or a file name.
 	Origin string
 	// Reference cites the specification or measurement behind the values.
 	Reference string

@@ -20,6 +20,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/gpunode/gpunode/internal/controller/acceptance"
+	"github.com/gpunode/gpunode/internal/controller/baseline"
 	"github.com/gpunode/gpunode/internal/controller/policystatus"
 	"github.com/gpunode/gpunode/internal/controller/remediation"
 	"github.com/gpunode/gpunode/internal/controller/stack"
@@ -65,6 +66,9 @@ toolkit and (from the pod template of --stack-agent-template) agent DaemonSets
 (updateStrategy OnDelete) in --stack-namespace, the gpunode.dev/stack-pool label on each
 member Node, and a hold (owner stack) on a member until its operands are ready on it, or on
 a Node two pools select; docs/stack.md has the model.
+
+It keeps one PerformanceBaseline per GPU model and driver version: the median of each
+performance metric over the accepted nodes' latest AcceptanceRecords (docs/performance.md).
 
 With --leader-elect (the default) only the replica holding the Lease
 ` + leaderElectionID + ` in --leader-election-namespace acts. Metrics are served on
@@ -155,6 +159,10 @@ func newControllerManager(cfg *rest.Config, o *controllerOptions, again bool) (m
 	}
 	ps := &policystatus.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetCache()}
 	if err := ps.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	br := &baseline.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetCache(), Records: mgr.GetAPIReader(), Clock: clock.RealClock{}}
+	if err := br.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	if o.remediation {

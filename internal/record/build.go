@@ -41,6 +41,7 @@ func Build(in Input) *Record {
 	}
 	if f.GPU != nil {
 		r.Backend = f.GPU.Backend
+		r.Driver = f.GPU.Driver
 		r.GPUs = gpus(f.GPU, rep.Results)
 	}
 	r.Frameworks = f.Frameworks

@@ -9,6 +9,7 @@ import (
 	"github.com/gpunode/gpunode/internal/accept"
 	"github.com/gpunode/gpunode/internal/buildinfo"
 	"github.com/gpunode/gpunode/internal/frameworks"
+	"github.com/gpunode/gpunode/internal/gpu"
 )
 
 // Record identity. The JSON schema is versioned: readers check APIVersion.
@@ -38,7 +39,9 @@ type Record struct {
 	Tool            buildinfo.Info `json:"tool"`
 	Policy          PolicyRef      `json:"policy"`
 	// Backend is "nvml" or "sim" (a record from simulated GPUs says so).
-	Backend  string          `json:"backend"`
+	Backend string `json:"backend"`
+	// Driver is the driver the GPUs ran on during the run, as the backend reported it.
+	Driver   gpu.Driver      `json:"driver,omitzero"`
 	Layers   []accept.Layer  `json:"layers"`
 	Template Template        `json:"template"`
 	GPUs     []GPU           `json:"gpus"`

@@ -26,7 +26,7 @@ import (
 	v1alpha1 "github.com/gpunode/gpunode/api/v1alpha1"
 )
 
-//go:generate go tool controller-gen rbac:roleName=gpunode-controller paths=./... paths=../remediation/... paths=../policystatus/... paths=../stack/... output:rbac:artifacts:config=../../../config/rbac/controller
+//go:generate go tool controller-gen rbac:roleName=gpunode-controller paths=./... paths=../remediation/... paths=../policystatus/... paths=../stack/... paths=../baseline/... output:rbac:artifacts:config=../../../config/rbac/controller
 
 // Name is the controller's name, its event reporter and its field manager's prefix.
 const Name = "gpunode-acceptance"
