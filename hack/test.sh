@@ -59,6 +59,11 @@ echo "== go test"
 # instant when warm) and prints their folder. Under CI=true those tests fail without them.
 KUBEBUILDER_ASSETS="$(bash hack/k8s-test-assets.sh)"
 export KUBEBUILDER_ASSETS
+# The chart's tests (test/chart) run the real helm binary (helm template, lint, package):
+# hack/helm.sh builds it from the Go module proxy into the same cache. Under CI=true those
+# tests fail without it.
+GPUNODE_HELM="$(bash hack/helm.sh)"
+export GPUNODE_HELM
 # The real-cluster tier (test/cluster) needs containerd 2.x, helm, the pause image and Debian's
 # runc, CNI plugins, umoci and skopeo (hack/cluster-assets.sh: cached outside the repo like the
 # API-server assets; about 15 minutes cold). It needs root; without it the tier says why it

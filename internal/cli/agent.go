@@ -129,6 +129,9 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	if err := o.metrics.check(); err != nil {
 		return err
 	}
+	if err := o.plugin.checkMIG(); err != nil {
+		return err
+	}
 	node := o.facts.node
 	if node == "" {
 		node = os.Getenv("NODE_NAME")
@@ -166,8 +169,8 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	var health *deviceplugin.MonitorSource
 	var a *agent.Agent
 	var sharing deviceplugin.Sharing
-	gfd := labels.Config{}    // whole GPUs unless the agent's own device plugin shares them
-	var draPlugin *dra.Plugin // one API per node for nvidia.com/gpu: never both
+	gfd := o.plugin.labelConfig(nil) // whole GPUs unless the agent's own device plugin shares them
+	var draPlugin *dra.Plugin        // one API per node for nvidia.com/gpu: never both
 	if o.dra.enabled && o.dra.gpuAPI(ctx, c, node, log) == gpuAPIDRA {
 		o.plugin.enabled = false
 		if draPlugin, err = o.dra.plugin(o.kubeconfig, node, plat, mapping, func() []monitor.GPUHealth { return a.Health() }, log); err != nil {
@@ -179,7 +182,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		if sharing, err = o.plugin.sharing(ctx, c, node, log); err != nil {
 			return err
 		}
-		gfd = sharing.LabelConfig()
+		gfd = o.plugin.labelConfig(&sharing)
 	}
 	pods := o.podSource(&a, sharing, draDevices(&draPlugin), log)
 	xids := metrics.NewXIDCounter()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpunode/gpunode/internal/cdispec"
 	"github.com/gpunode/gpunode/internal/deviceplugin"
+	"github.com/gpunode/gpunode/internal/labels"
 	"github.com/gpunode/gpunode/internal/platform"
 )
 
@@ -26,6 +27,7 @@ type pluginOptions struct {
 	strategy string
 	config   string
 	cdiDir   string
+	mig      string
 }
 
 func (o *pluginOptions) addFlags(fs *pflag.FlagSet) {
@@ -33,7 +35,29 @@ func (o *pluginOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.dir, "device-plugin-dir", "/var/lib/kubelet/device-plugins", "the kubelet's device-plugins folder")
 	fs.StringVar(&o.strategy, "device-plugin-strategy", "", "how allocated devices reach the container: envvar (NVIDIA_VISIBLE_DEVICES), cdi-annotations or cdi-cri (CDI device names) (default: the config file's flags.plugin.deviceListStrategy, else envvar)")
 	fs.StringVar(&o.config, "device-plugin-config", "", "device plugin configuration file (NVIDIA k8s-device-plugin format v1: flags.migStrategy, flags.plugin.deviceListStrategy, sharing.timeSlicing); the node label gpunode.dev/gpu.replicas overrides the nvidia.com/gpu replicas")
+	fs.StringVar(&o.mig, "mig-strategy", "", "how the node's MIG devices are exposed, as NVIDIA's device plugin's --mig-strategy: none, single or mixed; the label nvidia.com/mig.strategy says it, and the agent's own device plugin serves it (default: the config file's flags.migStrategy, else none)")
 	fs.StringVar(&o.cdiDir, "cdi-spec-dir", cdispec.DefaultDir, "where the CDI spec of the GPUs is written for the cdi-annotations and cdi-cri strategies (\"none\": not written)")
+}
+
+// migStrategies are the values of --mig-strategy.
+var migStrategies = []string{labels.MIGStrategyNone, labels.MIGStrategySingle, labels.MIGStrategyMixed}
+
+// checkMIG refuses a --mig-strategy other than none, single or mixed (exit 2).
+func (o *pluginOptions) checkMIG() error {
+	if o.mig != "" && !slices.Contains(migStrategies, o.mig) {
+		return usageErrorf("--mig-strategy %q: want one of %v", o.mig, migStrategies)
+	}
+	return nil
+}
+
+// labelConfig is the GPU Feature Discovery label configuration: that of the agent's own
+// device plugin's sharing when it serves one (s), else whole GPUs under --mig-strategy
+// (NVIDIA's device plugin, or none, advertises them).
+func (o *pluginOptions) labelConfig(s *deviceplugin.Sharing) labels.Config {
+	if s != nil {
+		return s.LabelConfig()
+	}
+	return labels.Config{MIGStrategy: o.mig}
 }
 
 // nodeReadTimeout bounds the read of the node's labels at start.
@@ -52,6 +76,9 @@ func (o *pluginOptions) sharing(ctx context.Context, c client.Client, node strin
 		if s, err = deviceplugin.LoadConfig(o.config); err != nil {
 			return s, usageError(fmt.Errorf("--device-plugin-config: %w", err))
 		}
+	}
+	if o.mig != "" { // the flag wins over the file's flags.migStrategy, as --device-plugin-strategy does
+		s.MIGStrategy = o.mig
 	}
 	ctx, cancel := context.WithTimeout(ctx, nodeReadTimeout)
 	defer cancel()

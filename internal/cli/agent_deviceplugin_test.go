@@ -4,14 +4,22 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
 
+	"github.com/gpunode/gpunode/internal/deviceplugin"
 	"github.com/gpunode/gpunode/internal/gpu/sim"
+	"github.com/gpunode/gpunode/internal/labels"
 )
 
 func TestTheAgentRefusesABadDevicePluginConfiguration(t *testing.T) {
@@ -141,4 +149,56 @@ func TestTheAgentOnSimulatedGPUsWritesTheCDISpecOfEveryGPU(t *testing.T) {
 			}
 		})
 	}
+}
+
+// --mig-strategy is what the node says (nvidia.com/mig.strategy) and what the agent's own
+// device plugin serves; it wins over the configuration file's flags.migStrategy.
+func TestTheMIGStrategyFlagSetsTheLabelAndTheDevicePlugin(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}).Build()
+	dir := t.TempDir()
+	single := writeFile(t, dir, "single.yaml", "version: v1\nflags:\n  migStrategy: single\n")
+	cases := []struct {
+		name   string
+		plugin bool
+		file   string
+		flag   string
+		want   string
+	}{
+		{"without the agent's device plugin the flag alone sets the label", false, "", labels.MIGStrategyMixed, labels.MIGStrategyMixed},
+		{"without the flag and the agent's device plugin the label keeps its default", false, "", "", ""},
+		{"the flag wins over the configuration file's strategy", true, single, labels.MIGStrategyMixed, labels.MIGStrategyMixed},
+		{"the configuration file's strategy serves when the flag is not given", true, single, "", labels.MIGStrategySingle},
+		{"the flag serves without a configuration file", true, "", labels.MIGStrategySingle, labels.MIGStrategySingle},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := &pluginOptions{enabled: tc.plugin, config: tc.file, mig: tc.flag}
+			if err := o.checkMIG(); err != nil {
+				t.Fatalf("--mig-strategy %q refused: %v", tc.flag, err)
+			}
+			var s *deviceplugin.Sharing
+			if tc.plugin {
+				got, err := o.sharing(context.Background(), c, "n1", slog.New(slog.DiscardHandler))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.MIGStrategy != tc.want {
+					t.Errorf("the device plugin serves MIG strategy %q, want %q", got.MIGStrategy, tc.want)
+				}
+				s = &got
+			}
+			if got := o.labelConfig(s).MIGStrategy; got != tc.want {
+				t.Errorf("the labels' MIG strategy is %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestTheAgentRefusesAnUnknownMIGStrategy(t *testing.T) {
+	execute(t, "agent", "--node-name", "n1", "--sim", "h100x8", "--kubeconfig", unreachableKubeconfig(t),
+		"--mig-strategy", "split").check(t, ExitUsage, nil, []string{`--mig-strategy "split"`, "none single mixed"})
 }

@@ -15,8 +15,50 @@
 system:serviceaccount:{{ .Release.Namespace }}:{{ include "gpunode.agentName" . }}
 {{- end -}}
 
-{{- define "gpunode.image" -}}
-{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{/*
+A component's image reference (called with dict "root" $ "image" .Values.agent.image).
+Precedence, for each part: the component's own value (agent.image.*, controller.image.*),
+then the chart-wide image.*, then the default (the tag: the chart's appVersion).
+image.registry, when set, replaces the registry of the chosen repository (its first path
+element when that names a host: it holds a "." or a ":", or is "localhost"), or is put in
+front of a repository that names none: an offline site's mirror for every image at once.
+*/}}
+{{- define "gpunode.imageRef" -}}
+{{- $root := .root -}}
+{{- $own := .image | default dict -}}
+{{- $repo := $own.repository | default $root.Values.image.repository -}}
+{{- $tag := $own.tag | default $root.Values.image.tag | default $root.Chart.AppVersion -}}
+{{- with $root.Values.image.registry -}}
+{{- $parts := splitList "/" $repo -}}
+{{- $first := first $parts -}}
+{{- if and (gt (len $parts) 1) (or (contains "." $first) (contains ":" $first) (eq $first "localhost")) -}}
+{{- $repo = rest $parts | join "/" -}}
+{{- end -}}
+{{- $repo = printf "%s/%s" (trimSuffix "/" .) $repo -}}
+{{- end -}}
+{{ $repo }}:{{ $tag }}
+{{- end -}}
+
+{{/* A component's pull policy: its own (agent.image.pullPolicy, ...), else image.pullPolicy. */}}
+{{- define "gpunode.imagePullPolicy" -}}
+{{- $own := .image | default dict -}}
+{{ $own.pullPolicy | default .root.Values.image.pullPolicy }}
+{{- end -}}
+
+{{/*
+The imagePullSecrets of every pod: each entry a Secret's name ("regcred") or an object
+({name: regcred}), rendered as Kubernetes LocalObjectReferences.
+*/}}
+{{- define "gpunode.imagePullSecrets" -}}
+{{- $refs := list -}}
+{{- range .Values.imagePullSecrets -}}
+{{- if kindIs "string" . -}}
+{{- $refs = append $refs (dict "name" .) -}}
+{{- else -}}
+{{- $refs = append $refs (dict "name" .name) -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml $refs -}}
 {{- end -}}
 
 {{- define "gpunode.labels" -}}
