@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -104,5 +105,21 @@ func TestEveryGPUCommandTakesTheSameSimFlags(t *testing.T) {
 	}
 	if seen < 5 {
 		t.Errorf("only %d commands take --sim", seen)
+	}
+}
+
+// TestTheStressTableNamesEveryGPUThatFails: on the 8-GPU preset every failed test names its
+// GPU by UUID, serial and PCI address (GPU 3's narrow link, GPU 7's slow bandwidth); a GPU
+// that passes gets no such row.
+func TestTheStressTableNamesEveryGPUThatFails(t *testing.T) {
+	r := execute(t, "stress", "--sim", "../../examples/scenarios/h200x8-degraded.yaml", "--sim-elapsed", "1m", "--tests", "pcie", "--duration", "1s", "-q")
+	r.check(t, ExitFail, []string{
+		"FAIL   pcie    3     host to device 12.6 GB/s",
+		"                     GPU 3: GPU-60a8b45b-a51a-236f-453e-2b288994fbb4, serial 1653049917861, 00000000:5D:00.0",
+		"FAIL   pcie    7     host to device 40.3 GB/s",
+		"                     GPU 7: GPU-ab10b733-d98b-fe09-323d-040dc7c77523, serial 1653678790894, 00000000:DB:00.0",
+	}, nil)
+	if strings.Contains(r.stdout, "GPU 0: GPU-") {
+		t.Errorf("a passing GPU got a row naming it:\n%s", r.stdout)
 	}
 }

@@ -76,6 +76,8 @@ type stressDoc struct {
 		CUDAOrdinal  int    `json:"cudaOrdinal"`
 		Name         string `json:"name"`
 		BusID        string `json:"busId"`
+		UUID         string `json:"uuid"`
+		Serial       string `json:"serial"`
 		PCIeGenMax   int    `json:"pcieGenMax"`
 		PCIeWidthMax int    `json:"pcieWidthMax"`
 		PCIeGen      int    `json:"pcieGen"`
