@@ -25,6 +25,9 @@ type Verdict struct {
 	GPUs     []GPUResult
 	// Measurements: what a performance check measured, against what baseline.
 	Measurements []Measurement
+	// Fix, when set, is the fix of what this verdict found (the fixes of the failing and
+	// warning GPUs' causes), in place of the check's own.
+	Fix string
 }
 
 func pass(msg string, args ...any) Verdict {
@@ -44,6 +47,8 @@ func skip(msg string, args ...any) Verdict {
 type gpuVerdict struct {
 	status Status
 	msg    string
+	// fix is the fix of the GPU's cause when the check has more than one ("" = the check's).
+	fix string
 }
 
 // perGPU runs fn on every GPU whose needed fields are readable and folds the outcomes into
@@ -54,8 +59,8 @@ func perGPU(f *Facts, fields []gpu.Field, fn func(d *gpu.Device) gpuVerdict) Ver
 		return v
 	}
 	out := Verdict{Status: StatusPass}
-	var bad []string
 	var passMsgs []string
+	var fixes []string
 	allSkip := true
 	for i := range f.GPU.Devices {
 		d := &f.GPU.Devices[i]
@@ -69,13 +74,15 @@ func perGPU(f *Facts, fields []gpu.Field, fn func(d *gpu.Device) gpuVerdict) Ver
 		}
 		line := fmt.Sprintf("GPU %d (%s): %s", d.Index, d.UUID, gv.msg)
 		out.Evidence = append(out.Evidence, line)
-		out.GPUs = append(out.GPUs, GPUResult{Index: d.Index, UUID: d.UUID, Status: gv.status, Message: gv.msg})
+		out.GPUs = append(out.GPUs, GPUResultOf(d, gv.status, gv.msg))
 		switch gv.status {
 		case StatusPass:
 			passMsgs = append(passMsgs, gv.msg)
 		case StatusSkip:
 		default:
-			bad = append(bad, fmt.Sprintf("GPU %d: %s", d.Index, gv.msg))
+			if gv.fix != "" && !contains(fixes, gv.fix) {
+				fixes = append(fixes, gv.fix)
+			}
 		}
 		if gv.status != StatusSkip {
 			out.Status = Worse(out.Status, gv.status)
@@ -89,15 +96,53 @@ func perGPU(f *Facts, fields []gpu.Field, fn func(d *gpu.Device) gpuVerdict) Ver
 		if n > 1 {
 			out.Message = fmt.Sprintf("%s (%s)", out.Message, allOf(n, "GPU"))
 		}
-	case len(bad) == 0:
+	case out.Status == StatusPass || out.Status == StatusSkip:
 		out.Message = fmt.Sprintf("%d/%d GPUs: %s", len(passMsgs), n, summarize(passMsgs))
 	default:
-		out.Message = bad[0]
-		if len(bad) > 1 {
-			out.Message += fmt.Sprintf(" (and %d more GPUs)", len(bad)-1)
-		}
+		out.Message = BadGPUs(out.GPUs)
 	}
+	out.Fix = strings.Join(fixes, "; ")
 	return out
+}
+
+// BadGPUs says which GPUs of a per-GPU check failed and which warned, each under its own
+// status: one GPU with its message ("GPU 3: gen4 x8, width below x16"), more by name
+// ("GPU 1, GPU 3 fail; GPU 6 warns"), every one of them (the per-GPU rows say why).
+func BadGPUs(gpus []GPUResult) string {
+	var fails, warns []string
+	var only GPUResult
+	for _, g := range gpus {
+		switch g.Status {
+		case StatusFail:
+			fails = append(fails, fmt.Sprintf("GPU %d", g.Index))
+		case StatusWarn:
+			warns = append(warns, fmt.Sprintf("GPU %d", g.Index))
+		default:
+			continue
+		}
+		only = g
+	}
+	switch {
+	case len(fails)+len(warns) == 0:
+		return ""
+	case len(fails)+len(warns) == 1:
+		return fmt.Sprintf("GPU %d: %s", only.Index, only.Message)
+	}
+	var parts []string
+	if len(fails) > 0 {
+		parts = append(parts, strings.Join(fails, ", ")+" "+verb(len(fails), "fails", "fail"))
+	}
+	if len(warns) > 0 {
+		parts = append(parts, strings.Join(warns, ", ")+" "+verb(len(warns), "warns", "warn"))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func verb(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // fieldGate returns a verdict when one of the fields cannot be used.

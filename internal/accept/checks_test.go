@@ -130,7 +130,8 @@ var breakCases = []breakCase{
 		}
 	}, StatusSkip},
 	{"ECC off fails", "hardware.ecc-mode", func(f *Facts, _ *Policy) { gpu0(f).ECC.Enabled, gpu0(f).ECC.PendingEnabled = false, false }, StatusFail},
-	{"an uncorrected ECC error fails", "hardware.ecc-errors", func(f *Facts, _ *Policy) { gpu0(f).ECC.VolatileUncorrected = 1 }, StatusFail},
+	{"one uncorrected ECC error since the reset was contained and warns", "hardware.ecc-errors", func(f *Facts, _ *Policy) { gpu0(f).ECC.VolatileUncorrected = 1 }, StatusWarn},
+	{"a second uncorrected ECC error since the reset fails", "hardware.ecc-errors", func(f *Facts, _ *Policy) { gpu0(f).ECC.VolatileUncorrected = 2 }, StatusFail},
 	{"many corrected ECC errors warn", "hardware.ecc-errors", func(f *Facts, _ *Policy) { gpu0(f).ECC.VolatileCorrected = 5000 }, StatusWarn},
 	{"uncorrected ECC errors in the GPU's lifetime only pass: the volatile counter decides", "hardware.ecc-errors", func(f *Facts, _ *Policy) { gpu0(f).ECC.AggregateUncorrected = 3 }, StatusPass},
 	{"many correctable remapped rows warn", "hardware.row-remap", func(f *Facts, _ *Policy) { gpu0(f).RowRemap.Correctable = 600 }, StatusWarn},

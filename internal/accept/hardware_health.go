@@ -62,11 +62,11 @@ func checkECCMode(f *Facts, p *Policy) Verdict {
 	return perGPU(f, []gpu.Field{gpu.FieldECCMode}, func(d *gpu.Device) gpuVerdict {
 		switch {
 		case d.ECC.PendingEnabled != d.ECC.Enabled:
-			return gpuVerdict{StatusWarn, fmt.Sprintf("ECC %s, %s after the next reset", enabledWord(d.ECC.Enabled), enabledWord(d.ECC.PendingEnabled))}
+			return gpuVerdict{StatusWarn, fmt.Sprintf("ECC %s, %s after the next reset", enabledWord(d.ECC.Enabled), enabledWord(d.ECC.PendingEnabled)), ""}
 		case want && !d.ECC.Enabled:
-			return gpuVerdict{StatusFail, "ECC disabled"}
+			return gpuVerdict{StatusFail, "ECC disabled", ""}
 		}
-		return gpuVerdict{StatusPass, "ECC " + enabledWord(d.ECC.Enabled)}
+		return gpuVerdict{StatusPass, "ECC " + enabledWord(d.ECC.Enabled), ""}
 	})
 }
 

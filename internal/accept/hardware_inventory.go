@@ -92,6 +92,9 @@ func checkGPUCount(f *Facts, p *Policy) Verdict {
 	switch {
 	case n == 0:
 		v.Status, v.Message = StatusFail, "no GPUs found"
+	case p.Expect.GPUs > 0 && n > p.Expect.GPUs:
+		v.Status, v.Message = StatusFail, fmt.Sprintf("%s found, %d expected", plural(n, "GPU"), p.Expect.GPUs)
+		v.Fix = "more GPUs than the policy expects: the node is in the wrong pool, or the policy's expect.gpus (or --expect-gpus) is wrong; nothing is wrong with the GPUs"
 	case p.Expect.GPUs > 0 && n != p.Expect.GPUs:
 		v.Status, v.Message = StatusFail, fmt.Sprintf("%s found, %d expected", plural(n, "GPU"), p.Expect.GPUs)
 	case p.Expect.GPUs > 0:
@@ -118,11 +121,28 @@ func checkGPUModel(f *Facts, p *Policy) Verdict {
 	for _, m := range order {
 		v.Evidence = append(v.Evidence, fmt.Sprintf("%q: GPUs %v", m, models[m]))
 	}
+	// The GPUs that are not the model: the policy's, else the node's most common one.
+	want := p.Expect.Model
+	if want == "" {
+		for _, m := range order {
+			if len(models[m]) > len(models[want]) {
+				want = m
+			}
+		}
+	}
+	for i := range f.GPU.Devices {
+		d := &f.GPU.Devices[i]
+		if d.Name == want {
+			v.GPUs = append(v.GPUs, GPUResultOf(d, StatusPass, fmt.Sprintf("%q", d.Name)))
+		} else {
+			v.GPUs = append(v.GPUs, GPUResultOf(d, StatusFail, fmt.Sprintf("%q, not %q", d.Name, want)))
+		}
+	}
 	switch {
 	case p.Expect.Model != "" && (len(order) != 1 || order[0] != p.Expect.Model):
-		v.Status, v.Message = StatusFail, fmt.Sprintf("found %s, expected %q", quoteAll(order), p.Expect.Model)
+		v.Status, v.Message = StatusFail, fmt.Sprintf("found %s, expected %q: %s", quoteAll(order), p.Expect.Model, BadGPUs(v.GPUs))
 	case len(order) > 1:
-		v.Status, v.Message = StatusFail, fmt.Sprintf("mixed GPU models on one node: %s", quoteAll(order))
+		v.Status, v.Message = StatusFail, fmt.Sprintf("mixed GPU models on one node: %s: %s", quoteAll(order), BadGPUs(v.GPUs))
 	default:
 		v.Status, v.Message = StatusPass, fmt.Sprintf("%s: %q", allOf(len(f.GPU.Devices), "GPU"), order[0])
 	}
@@ -150,11 +170,11 @@ func checkMemory(f *Facts, p *Policy) Verdict {
 		got := d.Memory.TotalMiB
 		switch {
 		case p.Expect.MinMemoryMiB > 0 && got < p.Expect.MinMemoryMiB:
-			return gpuVerdict{StatusFail, fmt.Sprintf("%d MiB, policy wants at least %d MiB", got, p.Expect.MinMemoryMiB)}
+			return gpuVerdict{StatusFail, fmt.Sprintf("%d MiB, policy wants at least %d MiB", got, p.Expect.MinMemoryMiB), ""}
 		case got < largest && d.Name == sameNameAsLargest(f, largest):
-			return gpuVerdict{StatusFail, fmt.Sprintf("%d MiB, less than the %d MiB of the same model on this node", got, largest)}
+			return gpuVerdict{StatusFail, fmt.Sprintf("%d MiB, less than the %d MiB of the same model on this node", got, largest), ""}
 		}
-		return gpuVerdict{StatusPass, fmt.Sprintf("%d MiB", got)}
+		return gpuVerdict{StatusPass, fmt.Sprintf("%d MiB", got), ""}
 	})
 }
 
@@ -171,12 +191,12 @@ func checkPersistence(f *Facts, p *Policy) Verdict {
 	want := p.Expect.PersistenceMode == nil || *p.Expect.PersistenceMode
 	return perGPU(f, []gpu.Field{gpu.FieldPersistence}, func(d *gpu.Device) gpuVerdict {
 		if !want {
-			return gpuVerdict{StatusPass, fmt.Sprintf("persistence %s (not required)", onOff(d.PersistenceMode))}
+			return gpuVerdict{StatusPass, fmt.Sprintf("persistence %s (not required)", onOff(d.PersistenceMode)), ""}
 		}
 		if !d.PersistenceMode {
-			return gpuVerdict{StatusFail, "persistence mode off"}
+			return gpuVerdict{StatusFail, "persistence mode off", ""}
 		}
-		return gpuVerdict{StatusPass, "persistence mode on"}
+		return gpuVerdict{StatusPass, "persistence mode on", ""}
 	})
 }
 
@@ -191,18 +211,18 @@ func checkMIG(f *Facts, p *Policy) Verdict {
 	return perGPU(f, []gpu.Field{gpu.FieldMIG}, func(d *gpu.Device) gpuVerdict {
 		if !d.MIG.Capable {
 			if p.Expect.MIG == "enabled" {
-				return gpuVerdict{StatusFail, "GPU is not MIG-capable, policy wants MIG enabled"}
+				return gpuVerdict{StatusFail, "GPU is not MIG-capable, policy wants MIG enabled", ""}
 			}
-			return gpuVerdict{StatusPass, "not MIG-capable"}
+			return gpuVerdict{StatusPass, "not MIG-capable", ""}
 		}
 		cur := enabledWord(d.MIG.Enabled)
 		if d.MIG.PendingEnabled != d.MIG.Enabled {
-			return gpuVerdict{StatusWarn, fmt.Sprintf("MIG %s, %s after the next GPU reset", cur, enabledWord(d.MIG.PendingEnabled))}
+			return gpuVerdict{StatusWarn, fmt.Sprintf("MIG %s, %s after the next GPU reset", cur, enabledWord(d.MIG.PendingEnabled)), ""}
 		}
 		if p.Expect.MIG != "any" && p.Expect.MIG != cur {
-			return gpuVerdict{StatusFail, fmt.Sprintf("MIG %s, policy wants %s", cur, p.Expect.MIG)}
+			return gpuVerdict{StatusFail, fmt.Sprintf("MIG %s, policy wants %s", cur, p.Expect.MIG), ""}
 		}
-		return gpuVerdict{StatusPass, "MIG " + cur}
+		return gpuVerdict{StatusPass, "MIG " + cur, ""}
 	})
 }
 

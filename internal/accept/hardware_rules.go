@@ -39,7 +39,7 @@ func ruleCheck(id string) Check {
 func judge(r rules.Rule, d *gpu.Device, p *Policy) gpuVerdict {
 	if r.Skip != nil {
 		if why := r.Skip(d); why != "" {
-			return gpuVerdict{StatusSkip, why}
+			return gpuVerdict{StatusSkip, why, ""}
 		}
 	}
 	in := rules.Input{Device: d, T: &p.Thresholds}
@@ -49,15 +49,21 @@ func judge(r rules.Rule, d *gpu.Device, p *Policy) gpuVerdict {
 		worst = max(worst, o.Level())
 	}
 	if worst == rules.OK {
-		return gpuVerdict{StatusPass, r.Pass(in)}
+		return gpuVerdict{StatusPass, r.Pass(in), ""}
 	}
-	var msgs []string
+	var msgs, fixes []string
 	for _, o := range outs {
-		if o.Level() == worst && !contains(msgs, o.Message) {
+		if o.Level() != worst {
+			continue
+		}
+		if !contains(msgs, o.Message) {
 			msgs = append(msgs, o.Message)
 		}
+		if fix := rules.Fix(o.Cause, o.Action, d.UUID); fix != "" && !contains(fixes, fix) {
+			fixes = append(fixes, fix)
+		}
 	}
-	return gpuVerdict{StatusOf(worst), strings.Join(msgs, "; ")}
+	return gpuVerdict{StatusOf(worst), strings.Join(msgs, "; "), strings.Join(fixes, "; ")}
 }
 
 func contains(ss []string, s string) bool {
@@ -76,11 +82,13 @@ func expectLink(d *gpu.Device, p *Policy) *gpuVerdict {
 	cur := fmt.Sprintf("gen%d x%d", l.LinkGen, l.LinkWidth)
 	switch {
 	case p.Expect.PCIeWidth > 0 && l.LinkWidth < p.Expect.PCIeWidth:
-		return &gpuVerdict{StatusFail, fmt.Sprintf("%s, width below x%d", cur, p.Expect.PCIeWidth)}
+		return &gpuVerdict{StatusFail, fmt.Sprintf("%s, width below x%d", cur, p.Expect.PCIeWidth), rules.Fix(rules.CausePCIeLinkWidth, "", d.UUID)}
 	case p.Expect.PCIeGen > 0 && l.LinkGen < p.Expect.PCIeGen:
-		return &gpuVerdict{StatusWarn, fmt.Sprintf("%s, generation below gen%d (an idle GPU may downtrain: recheck under load)", cur, p.Expect.PCIeGen)}
+		return &gpuVerdict{StatusWarn, fmt.Sprintf("%s, generation below gen%d (an idle GPU may downtrain: recheck under load)", cur, p.Expect.PCIeGen),
+			"rerun acceptance while the GPU is busy; a busy GPU below the generation is a BIOS setting or riser fault"}
 	case l.LinkGenMaxDevice > 0 && l.LinkGenMaxDevice > l.LinkGenMax:
-		return &gpuVerdict{StatusWarn, fmt.Sprintf("%s; the slot limits the GPU (gen%d capable) to gen%d", cur, l.LinkGenMaxDevice, l.LinkGenMax)}
+		return &gpuVerdict{StatusWarn, fmt.Sprintf("%s; the slot limits the GPU (gen%d capable) to gen%d", cur, l.LinkGenMaxDevice, l.LinkGenMax),
+			"nothing is wrong with the GPU: the slot or the BIOS caps the link; move it to a faster slot, raise the BIOS PCIe generation, or accept the slower link in the policy (expect.pcieGen)"}
 	}
 	return nil
 }
@@ -105,21 +113,21 @@ func checkNVLink(f *Facts, p *Policy) Verdict {
 		if e := d.Err(gpu.FieldNVLink); e != nil {
 			switch {
 			case !e.NotSupported:
-				return gpuVerdict{StatusFail, "cannot read NVLink state: " + e.Message}
+				return gpuVerdict{StatusFail, "cannot read NVLink state: " + e.Message, ""}
 			case want > 0:
-				return gpuVerdict{StatusFail, fmt.Sprintf("no NVLink (%s), %d links expected", e.Message, want)}
+				return gpuVerdict{StatusFail, fmt.Sprintf("no NVLink (%s), %d links expected", e.Message, want), ""}
 			}
-			return gpuVerdict{StatusSkip, "GPU has no NVLink (" + e.Message + ")"}
+			return gpuVerdict{StatusSkip, "GPU has no NVLink (" + e.Message + ")", ""}
 		}
 		if len(d.NVLinks) == 0 {
 			if want > 0 {
-				return gpuVerdict{StatusFail, fmt.Sprintf("no NVLinks reported, %d expected", want)}
+				return gpuVerdict{StatusFail, fmt.Sprintf("no NVLinks reported, %d expected", want), ""}
 			}
-			return gpuVerdict{StatusSkip, "GPU reports no NVLinks"}
+			return gpuVerdict{StatusSkip, "GPU reports no NVLinks", ""}
 		}
 		// The rule decides every reported link's state; the policy's count, when it sets
 		// one, is an expectation of the class that acceptance adds.
-		v := gpuVerdict{StatusPass, ""}
+		v := gpuVerdict{StatusPass, "", ""}
 		if want == 0 {
 			v, want = judge(r, d, p), len(d.NVLinks)
 		}
@@ -133,9 +141,10 @@ func checkNVLink(f *Facts, p *Policy) Verdict {
 			}
 		}
 		if active < want || v.status != StatusPass {
-			return gpuVerdict{StatusFail, fmt.Sprintf("%d/%d links active, %d expected (down: %s)", active, len(d.NVLinks), want, strings.Join(down, ","))}
+			return gpuVerdict{StatusFail, fmt.Sprintf("%d/%d links active, %d expected (down: %s)", active, len(d.NVLinks), want, strings.Join(down, ",")),
+				rules.Fix(rules.NVLinkDownCause(0), "", d.UUID)}
 		}
-		return gpuVerdict{StatusPass, fmt.Sprintf("%d/%d links active", active, len(d.NVLinks))}
+		return gpuVerdict{StatusPass, fmt.Sprintf("%d/%d links active", active, len(d.NVLinks)), ""}
 	})
 }
 
@@ -149,12 +158,12 @@ func checkFabric(f *Facts, p *Policy) Verdict {
 	return perGPU(f, nil, func(d *gpu.Device) gpuVerdict {
 		if !rules.HasFabric(d) {
 			if p.Expect.Fabric == "required" {
-				return gpuVerdict{StatusFail, "GPU has no NVSwitch fabric, the policy requires one"}
+				return gpuVerdict{StatusFail, "GPU has no NVSwitch fabric, the policy requires one", ""}
 			}
-			return gpuVerdict{StatusSkip, "GPU has no NVSwitch fabric (not supported)"}
+			return gpuVerdict{StatusSkip, "GPU has no NVSwitch fabric (not supported)", ""}
 		}
 		if e := d.Err(gpu.FieldFabric); e != nil {
-			return gpuVerdict{StatusFail, "cannot read fabric state: " + e.Message}
+			return gpuVerdict{StatusFail, "cannot read fabric state: " + e.Message, ""}
 		}
 		return judge(r, d, p)
 	})

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/gpunode/gpunode/internal/host"
+	"github.com/gpunode/gpunode/internal/rules"
+	"github.com/gpunode/gpunode/internal/xid"
 )
 
 func hostResourceChecks() []Check {
@@ -12,7 +14,7 @@ func hostResourceChecks() []Check {
 		{ID: "host.numa", Layer: LayerHost, Title: "each GPU has a NUMA node and local CPUs",
 			Fix: "enable NUMA reporting in the BIOS (ACPI SRAT) so the kubelet's Topology Manager can place CPUs near GPUs", Run: checkNUMA},
 		{ID: "host.pcie-sysfs", Layer: LayerHost, Title: "GPU PCIe links at full width (sysfs)",
-			Fix: "a narrower link than the slot supports is a seating or riser fault: reseat the GPU", Run: checkPCIeSysfs},
+			Fix: "a link narrower than the GPU's is a slot, riser or cable fault: reseat the GPU or its riser, or open a hardware ticket", Run: checkPCIeSysfs},
 		{ID: "host.shm", Layer: LayerHost, Title: "/dev/shm large enough", Fix: "mount /dev/shm larger (tmpfs size=) in the node image; pods need a memory-backed emptyDir", Run: checkSHM},
 		{ID: "host.hugepages", Layer: LayerHost, Title: "hugepages reserved", Fix: "reserve hugepages (hugepages= on the kernel command line or vm.nr_hugepages)", Run: checkHugepages},
 		{ID: "host.disk", Layer: LayerHost, Title: "free space and inodes for images, kubelet and caches",
@@ -68,36 +70,65 @@ func checkPCIeSysfs(f *Facts, _ *Policy) Verdict {
 		return skip("no GPUs")
 	}
 	out := Verdict{Status: StatusPass}
-	missing, bad, slow := 0, 0, 0
-	for _, g := range h.GPUs {
+	missing := 0
+	var fixes []string
+	for i, g := range h.GPUs {
+		r := hostGPUResult(f, i, g.UUID, g.BusID)
 		if e, ok := gpuHostErr(g, host.FactGPULink); ok {
 			out.Evidence = append(out.Evidence, fmt.Sprintf("GPU %s at %s: %s", g.UUID, g.BusID, e.Message))
 			if e.Missing {
 				missing++
-			} else {
-				bad++
+				continue
 			}
-			continue
+			r.Status, r.Message = StatusFail, "cannot read the link in sysfs: "+e.Message
+			fixes = appendNew(fixes, "check that /sys is mounted and the GPU's PCI device is readable (`lspci -vv -s BUS_ID`)")
+		} else {
+			l := g.Link
+			out.Evidence = append(out.Evidence, fmt.Sprintf("GPU %s at %s: gen%d x%d of gen%d x%d", g.UUID, g.BusID, l.Gen, l.Width, l.MaxGen, l.MaxWidth))
+			r.Status, r.Message = StatusPass, fmt.Sprintf("gen%d x%d of gen%d x%d", l.Gen, l.Width, l.MaxGen, l.MaxWidth)
+			switch {
+			case l.Width < l.MaxWidth:
+				r.Status, r.Message = StatusFail, fmt.Sprintf("gen%d x%d, narrower than its x%d", l.Gen, l.Width, l.MaxWidth)
+				fixes = appendNew(fixes, rules.Fix(rules.CausePCIeLinkWidth, "", g.UUID))
+			case l.Gen < l.MaxGen:
+				r.Status, r.Message = StatusWarn, fmt.Sprintf("gen%d x%d, below gen%d (idle downtraining? recheck under load)", l.Gen, l.Width, l.MaxGen)
+				fixes = appendNew(fixes, "rerun acceptance while the GPU is busy; a busy GPU below its generation is a BIOS setting or riser fault")
+			}
 		}
-		l := g.Link
-		out.Evidence = append(out.Evidence, fmt.Sprintf("GPU %s at %s: gen%d x%d of gen%d x%d", g.UUID, g.BusID, l.Gen, l.Width, l.MaxGen, l.MaxWidth))
-		if l.Width < l.MaxWidth {
-			bad++
-		} else if l.Gen < l.MaxGen {
-			slow++
-		}
+		out.GPUs = append(out.GPUs, r)
+		out.Status = Worse(out.Status, r.Status)
 	}
 	switch {
 	case missing == len(h.GPUs):
 		return Verdict{Status: StatusSkip, Message: "no sysfs PCI device for the GPUs (simulated GPUs, or /sys not mounted)", Evidence: out.Evidence}
-	case bad > 0:
-		out.Status, out.Message = StatusFail, fmt.Sprintf("%d of %d GPU links narrower than their maximum (or unreadable)", bad, len(h.GPUs))
-	case slow > 0:
-		out.Status, out.Message = StatusWarn, fmt.Sprintf("%d of %d GPU links below their maximum generation (idle downtraining? recheck under load)", slow, len(h.GPUs))
-	default:
+	case out.Status == StatusPass:
 		out.Message = fmt.Sprintf("%s at full generation and width", plural(len(h.GPUs)-missing, "GPU link"))
+	default:
+		out.Message = BadGPUs(out.GPUs)
+		out.Fix = strings.Join(fixes, "; ")
 	}
 	return out
+}
+
+// hostGPUResult names the i-th GPU of the host facts by the GPU backend's device of the same
+// UUID or bus ID (index and serial), else by position.
+func hostGPUResult(f *Facts, i int, uuid, busID string) GPUResult {
+	if f.GPU != nil {
+		for j := range f.GPU.Devices {
+			d := &f.GPU.Devices[j]
+			if (uuid != "" && d.UUID == uuid) || (busID != "" && xid.NormalizeBusID(d.PCI.BusID) == xid.NormalizeBusID(busID)) {
+				return GPUResultOf(d, "", "")
+			}
+		}
+	}
+	return GPUResult{Index: i, UUID: uuid, BusID: busID}
+}
+
+func appendNew(ss []string, s string) []string {
+	if s == "" || contains(ss, s) {
+		return ss
+	}
+	return append(ss, s)
 }
 
 func checkSHM(f *Facts, p *Policy) Verdict {

@@ -108,15 +108,15 @@ func judgeGPU(perf *Performance, d *gpu.Device, m baseline.Metric, minRatio floa
 	}
 	switch {
 	case gp == nil:
-		return nil, gpuVerdict{StatusSkip, "not measured on this GPU"}
+		return nil, gpuVerdict{StatusSkip, "not measured on this GPU", ""}
 	case gp.Errors[m] != "":
-		return nil, gpuVerdict{StatusFail, "measurement failed: " + gp.Errors[m]}
+		return nil, gpuVerdict{StatusFail, "measurement failed: " + gp.Errors[m], ""}
 	case gp.NotMeasured[m] != "":
-		return nil, gpuVerdict{StatusSkip, "not measured: " + gp.NotMeasured[m]}
+		return nil, gpuVerdict{StatusSkip, "not measured: " + gp.NotMeasured[m], ""}
 	}
 	val, ok := gp.Values[m]
 	if !ok {
-		return nil, gpuVerdict{StatusSkip, "not measured on this GPU"}
+		return nil, gpuVerdict{StatusSkip, "not measured on this GPU", ""}
 	}
 	meas := &Measurement{GPU: d.Index, UUID: d.UUID, Metric: string(m), Measured: round(val, 2), Unit: m.Unit(),
 		MinRatio: minRatio, Method: gp.Detail[m]}
@@ -129,7 +129,7 @@ func judgeGPU(perf *Performance, d *gpu.Device, m baseline.Metric, minRatio floa
 		exp, ok = perf.Baselines.Lookup(d.Name, link)
 	}
 	if !ok || perf.Baselines == nil {
-		return meas, gpuVerdict{StatusSkip, fmt.Sprintf("%.1f %s measured; no baseline for model %q (give one with --baseline FILE)", val, m.Unit(), d.Name)}
+		return meas, gpuVerdict{StatusSkip, fmt.Sprintf("%.1f %s measured; no baseline for model %q (give one with --baseline FILE)", val, m.Unit(), d.Name), ""}
 	}
 	want := exp.Values[m]
 	meas.BaselineModel, meas.BaselineOrigin = exp.Model, exp.Origin
@@ -139,14 +139,14 @@ func judgeGPU(perf *Performance, d *gpu.Device, m baseline.Metric, minRatio floa
 		if (m == baseline.PCIeH2D || m == baseline.PCIeD2H) && link.Width == 0 {
 			why = "the GPU's PCIe link is unknown, so no PCIe baseline can be derived"
 		}
-		return meas, gpuVerdict{StatusSkip, fmt.Sprintf("%.1f %s measured; %s", val, m.Unit(), why)}
+		return meas, gpuVerdict{StatusSkip, fmt.Sprintf("%.1f %s measured; %s", val, m.Unit(), why), ""}
 	}
 	meas.Baseline, meas.Ratio = round(want, 2), round(ratio, 4)
 	msg := fmt.Sprintf("%.1f %s = %.0f%% of %.1f (%s, %s)", val, m.Unit(), 100*ratio, want, exp.Model, exp.Origin)
 	if st == StatusFail {
 		msg = fmt.Sprintf("%.1f %s is %.0f%% of the %.1f baseline, below %.0f%% (%s, %s)", val, m.Unit(), 100*ratio, want, 100*minRatio, exp.Model, exp.Origin)
 	}
-	return meas, gpuVerdict{st, msg}
+	return meas, gpuVerdict{st, msg, ""}
 }
 
 func round(x float64, places int) float64 {

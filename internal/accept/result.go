@@ -5,6 +5,8 @@ package accept
 import (
 	"fmt"
 	"strings"
+
+	"github.com/gpunode/gpunode/internal/gpu"
 )
 
 // Layer is one acceptance layer.
@@ -111,12 +113,20 @@ type Result struct {
 	Measurements []Measurement `json:"measurements,omitempty"`
 }
 
-// GPUResult is one GPU's verdict inside a check.
+// GPUResult is one GPU's verdict inside a check, naming the GPU the ways a person finds it:
+// the index nvidia-smi shows, the UUID, the serial on its label and its PCI address.
 type GPUResult struct {
 	Index   int    `json:"index"`
 	UUID    string `json:"uuid"`
+	Serial  string `json:"serial,omitempty"`
+	BusID   string `json:"busId,omitempty"`
 	Status  Status `json:"status"`
 	Message string `json:"message"`
+}
+
+// GPUResultOf is a device's identity with its verdict.
+func GPUResultOf(d *gpu.Device, st Status, msg string) GPUResult {
+	return GPUResult{Index: d.Index, UUID: d.UUID, Serial: d.Serial, BusID: d.PCI.BusID, Status: st, Message: msg}
 }
 
 // Summary counts results by status.

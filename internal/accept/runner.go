@@ -1,6 +1,7 @@
 package accept
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -92,7 +93,7 @@ func runOne(c Check, f *Facts, p *Policy) (r Result) {
 		r.Message = "check returned no verdict (a gpunode bug)"
 	}
 	if r.Status == StatusWarn || r.Status == StatusFail {
-		r.Fix = c.Fix
+		r.Fix = cmp.Or(v.Fix, c.Fix)
 	}
 	return r
 }

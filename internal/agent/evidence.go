@@ -12,6 +12,12 @@ import (
 	"github.com/gpunode/gpunode/internal/health"
 )
 
+// EvidenceHealth is the health monitor's per-GPU state and counters, as a bundle's
+// health.json holds them (evidence.Collector.Health).
+func (a *Agent) EvidenceHealth() *evidence.HealthState {
+	return &evidence.HealthState{GPUs: a.mon.Health(), Stats: a.mon.Stats()}
+}
+
 // EvidenceTo is the EvidenceWriter that collects a bundle with col and writes it to store.
 // The trigger is the most severe finding on the request's GPUs (the request's reason when
 // the monitor holds none: the controller may know of a fault the agent never saw).

@@ -228,6 +228,9 @@ func acceptTable(out io.Writer, rec *record.Record) error {
 	for _, c := range rec.Checks {
 		w.printf("%-6s %-28s %s\n", strings.ToUpper(string(c.Status)), c.ID, c.Message)
 		if c.Status == accept.StatusFail || c.Status == accept.StatusWarn {
+			for _, g := range badGPURows(c.GPUs) {
+				w.printf("%-6s %-28s %s\n", "", "", g)
+			}
 			if c.Fix != "" {
 				w.printf("%-6s %-28s fix: %s\n", "", "", c.Fix)
 			}
@@ -240,6 +243,39 @@ func acceptTable(out io.Writer, rec *record.Record) error {
 		w.printf("note: simulated GPUs (--sim): this proves the pipeline, not the hardware\n")
 	}
 	return w.err
+}
+
+// badGPURows is one row for every failing and warning GPU of a per-GPU check, under its own
+// status, naming it the ways a person finds it: "GPU 3 FAIL: GPU-…, serial 1654…, 00000000:3B:00.0: gen4 x8, ...".
+// With one such GPU the check's message already says why, and the row only names it.
+func badGPURows(gpus []accept.GPUResult) []string {
+	bad := 0
+	for _, g := range gpus {
+		if g.Status == accept.StatusFail || g.Status == accept.StatusWarn {
+			bad++
+		}
+	}
+	var rows []string
+	for _, st := range []accept.Status{accept.StatusFail, accept.StatusWarn} {
+		for _, g := range gpus {
+			if g.Status != st {
+				continue
+			}
+			ids := []string{g.UUID}
+			if g.Serial != "" {
+				ids = append(ids, "serial "+g.Serial)
+			}
+			if g.BusID != "" {
+				ids = append(ids, g.BusID)
+			}
+			row := fmt.Sprintf("GPU %d %s: %s", g.Index, strings.ToUpper(string(g.Status)), strings.Join(ids, ", "))
+			if bad > 1 {
+				row += ": " + g.Message
+			}
+			rows = append(rows, row)
+		}
+	}
+	return rows
 }
 
 // errWriter keeps the first write error so a table can be printed without checking each line.

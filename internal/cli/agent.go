@@ -209,7 +209,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		Steps:       o.remediation.steps(plat),
 		Journal:     o.remediation.journal(),
 		Cleared:     agent.FileCleared{Path: filepath.Join(o.remediation.stateDir, "cleared-xids.json")},
-		Evidence:    o.remediation.evidence(node, plat, findingsOf(&a), pods),
+		Evidence:    o.remediation.evidence(node, plat, &a, pods),
 		Records:     &record.Store{Dir: filepath.Join(o.remediation.stateDir, "records")},
 		OnPause:     plat.Driver().Pause,
 	}

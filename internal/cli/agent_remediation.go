@@ -42,10 +42,11 @@ func (o *remediationOptions) journal() agent.Journal {
 
 // evidence writes bundles under --state-dir/evidence with what the agent knows: the GPU
 // backend, the platform's kernel log (the simulated node's, or /dev/kmsg's ring buffer),
-// the health monitor's findings and, with a pod source, the pods on the GPUs.
-func (o *remediationOptions) evidence(node string, plat *platform.Platform, findings func() []health.Finding, pods *podresources.Cache) agent.EvidenceWriter {
+// the health monitor's findings and per-GPU health and, with a pod source, the pods on the
+// GPUs.
+func (o *remediationOptions) evidence(node string, plat *platform.Platform, a **agent.Agent, pods *podresources.Cache) agent.EvidenceWriter {
 	col := evidence.Collector{Node: evidence.NodeFacts{Node: node, Agent: buildinfo.Get().Version},
-		Backend: plat.Backend, Findings: findings}
+		Backend: plat.Backend, Findings: findingsOf(a), Health: func() *evidence.HealthState { return (*a).EvidenceHealth() }}
 	if pods != nil { // a nil *Cache in the interface would not be nil
 		col.Pods = pods
 	}

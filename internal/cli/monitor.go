@@ -43,7 +43,7 @@ GPU. Exit codes: 0 no GPU unhealthy, 1 a GPU is unhealthy, 2 bad usage.`,
   gpunode monitor --sim examples/scenarios/h100x8-xid79.yaml --duration 45s --interval 1s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runMonitor(cmd.Context(), o, cmd.OutOrStdout())
+			return runMonitor(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	fs := cmd.Flags()
@@ -78,7 +78,7 @@ func (o *monitorOptions) follower(mode kmsg.StartMode) (*kmsg.Follower, error) {
 	}}, nil
 }
 
-func runMonitor(ctx context.Context, o *monitorOptions, out io.Writer) error {
+func runMonitor(ctx context.Context, o *monitorOptions, out, errOut io.Writer) error {
 	format, err := o.output.format()
 	if err != nil {
 		return err
@@ -136,6 +136,11 @@ func runMonitor(ctx context.Context, o *monitorOptions, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	until := "until interrupted (Ctrl-C)"
+	if o.duration > 0 {
+		until = "for " + o.duration.String()
+	}
+	notice(errOut, "monitoring the GPUs and the kernel log every %s %s: findings print as they happen, the health summary at the end", o.interval, until)
 	if o.duration > 0 {
 		var cancel context.CancelFunc
 		runCtx, cancel = context.WithTimeout(runCtx, o.duration)

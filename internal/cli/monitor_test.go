@@ -19,11 +19,12 @@ func TestMonitorTurnsEachExampleScenarioIntoItsFindings(t *testing.T) {
 	}{
 		{"a GPU that falls off the bus needs a reboot", "h100x8-xid79.yaml",
 			[]string{"2/xid-79/reboot-node", "2/gpu-lost/reboot-node"}, []string{"2/reboot-node"}, nil},
-		// A contained error (94) restarts the app, but its uncorrected ECC error still asks for
-		// a reset (NVIDIA: "reset the GPU when convenient"), so that GPU is unhealthy too.
+		// A contained error (94) restarts the app and so does the one uncorrected ECC error it
+		// counts: that GPU stays in service, degraded (a reset only when containment fails or
+		// repeats).
 		{"a double-bit error with a page retirement needs a reset, a contained error restarts the app", "a100x8-memory-errors.yaml",
-			[]string{"0/xid-48/reset-gpu", "0/xid-63/reset-gpu", "0/row-remap-pending/reset-gpu", "5/xid-94/restart-app", "5/ecc-uncorrected/reset-gpu"},
-			[]string{"0/reset-gpu", "5/reset-gpu"}, nil},
+			[]string{"0/xid-48/reset-gpu", "0/xid-63/reset-gpu", "0/row-remap-pending/reset-gpu", "5/xid-94/restart-app", "5/ecc-uncorrected/restart-app"},
+			[]string{"0/reset-gpu"}, []string{"5"}},
 		{"the driver's own recovery action is followed", "b200x8-recovery-action.yaml",
 			[]string{"4/recovery-action/reboot-node"}, []string{"4/reboot-node"}, nil},
 		{"a degraded node: remap, narrow link, NVLink down, thermal slowdown", "h200x8-degraded.yaml",

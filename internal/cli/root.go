@@ -92,8 +92,21 @@ func isCobraUsage(err error) bool {
 	return false
 }
 
+// notice tells a person at a terminal (errOut) what a long command is doing before it has
+// anything to print: one line at once, so a quiet command does not look hung. Piped or
+// redirected output gets nothing.
+func notice(errOut io.Writer, format string, args ...any) {
+	if isTerminal(errOut) {
+		_, _ = fmt.Fprintf(errOut, format+"\n", args...)
+	}
+}
+
 // isTerminal reports whether w is a terminal (progress display) rather than a pipe or file.
-func isTerminal(w io.Writer) bool {
+// Tests replace it to see what a terminal would get.
+var isTerminal = fileIsTerminal
+
+// fileIsTerminal reports whether w is a character device.
+func fileIsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

@@ -68,7 +68,7 @@ and 'gpunode explain node'; 'gpunode sim inject' reaches the fleet through
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.presetSet = cmd.Flags().Changed("preset")
-			return runSimFleet(cmd.Context(), o, cmd.OutOrStdout())
+			return runSimFleet(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	fs := cmd.Flags()
@@ -112,7 +112,7 @@ func (o *simFleetOptions) config() (simfleet.Config, error) {
 	return cfg, nil
 }
 
-func runSimFleet(ctx context.Context, o *simFleetOptions, out io.Writer) error {
+func runSimFleet(ctx context.Context, o *simFleetOptions, out, errOut io.Writer) error {
 	cfg, err := o.config()
 	if err != nil {
 		return err
@@ -122,6 +122,7 @@ func runSimFleet(ctx context.Context, o *simFleetOptions, out io.Writer) error {
 		ctx, cancel = context.WithTimeout(ctx, o.duration)
 		defer cancel()
 	}
+	notice(errOut, "starting a simulated fleet of %d nodes: an API server, etcd and the controllers (a few seconds)...", cfg.Nodes)
 	f, err := simfleet.Start(ctx, cfg)
 	if err != nil {
 		return err

@@ -14,7 +14,7 @@ import (
 )
 
 type stressOptions struct {
-	sim          string
+	gpu          gpuOptions
 	tests        string
 	gpus         string
 	duration     time.Duration
@@ -68,6 +68,10 @@ skips every later test, and a hung GPU's later tests are skipped.
 Performance against per-model baselines is the acceptance 'performance' check's job; stress
 passes on correct results, PCIe against the link and steady clocks.
 
+With --sim no kernel runs: the results are generated from the model's rates and the
+scenario's faults, not measured (the same figures the performance layer of accept --sim
+gets).
+
 GB = 10^9 bytes. Exit codes: 0 every test passed, 1 a test failed or could not run (no
 libcuda.so.1: every test is skipped), 2 bad usage.`,
 		Example: `  gpunode stress
@@ -93,7 +97,7 @@ libcuda.so.1: every test is skipped), 2 bad usage.`,
 	fs.StringVar(&o.fault, "inject-fault", "", "internal: run a faulty kernel instead of a test, trap|spin:TEST:GPU, to test the fault handling")
 	_ = fs.MarkHidden("child-gpus")
 	_ = fs.MarkHidden("inject-fault")
-	fs.StringVar(&o.sim, "sim", "", "use simulated GPUs: a preset ("+joinPresets()+") or a scenario YAML file; results are generated, not measured")
+	o.gpu.addFlags(fs)
 	return cmd
 }
 
@@ -139,8 +143,8 @@ func runStress(ctx context.Context, o *stressOptions, in io.Reader, out, errOut 
 	var exec stress.Executor
 	var sampler stress.ClockSampler
 	var gpus []stress.GPU
-	if o.sim != "" {
-		plat, err := (&gpuOptions{sim: o.sim}).openPlatform(platform.Options{})
+	if o.gpu.sim != "" {
+		plat, err := o.gpu.openPlatform(platform.Options{})
 		if err != nil {
 			return err
 		}
@@ -171,12 +175,12 @@ func runStress(ctx context.Context, o *stressOptions, in io.Reader, out, errOut 
 	}
 	prog := newStressProgress(errOut, o.quiet)
 	r := stress.Run(ctx, p, exec, sampler, prog)
-	r.Simulated = o.sim != ""
+	r.Simulated = o.gpu.sim != ""
 	if format != formatText {
 		if err := writeDocument(out, format, r); err != nil {
 			return err
 		}
-	} else if err := stressText(out, &r, o.sim); err != nil {
+	} else if err := stressText(out, &r, o.gpu.sim); err != nil {
 		return err
 	}
 	if !r.Passed {

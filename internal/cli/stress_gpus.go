@@ -66,7 +66,7 @@ func portGPUs(snap *gpu.Snapshot) []stress.GPU {
 }
 
 func portGPU(d gpu.Device, ordinal int) stress.GPU {
-	g := stress.GPU{Index: d.Index, Ordinal: ordinal, Name: d.Name, BusID: d.PCI.BusID}
+	g := stress.GPU{Index: d.Index, Ordinal: ordinal, Name: d.Name, BusID: d.PCI.BusID, UUID: d.UUID, Serial: d.Serial}
 	if d.Err(gpu.FieldPCIeLink) == nil {
 		g.PCIeGenMax, g.PCIeWidthMax = d.PCI.LinkGenMax, d.PCI.LinkWidthMax
 		g.PCIeGen, g.PCIeWidth = d.PCI.LinkGen, d.PCI.LinkWidth

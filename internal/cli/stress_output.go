@@ -184,6 +184,11 @@ func stressText(out io.Writer, r *stress.Report, simName string) error {
 			status = "N/A"
 		}
 		w.printf("%-6s %-7s %-5s %s\n", status, o.Test, unitName(o), headline(o))
+		if o.Status == stress.StatusFail {
+			for _, id := range failedGPUs(r.GPUs, o) {
+				w.printf("%-20s %s\n", "", id)
+			}
+		}
 		for _, f := range o.Findings {
 			if !strings.Contains(o.Reason, f.Message) {
 				w.printf("%-20s %s: %s\n", "", f.Kind, f.Message)
@@ -205,6 +210,37 @@ func stressText(out io.Writer, r *stress.Report, simName string) error {
 	w.printf("\n%s: %d pass, %d fail, %d skip, %d not applicable in %.1fs\n", verdict, s.Pass, s.Fail, s.Skip, s.NotApplicable, r.Seconds)
 	w.printf("GB = 10^9 bytes. hbm counts bytes read plus written; pcie and p2p count bytes moved once.\n")
 	return w.err
+}
+
+// failedGPUs names the GPUs of a failed test the ways a person finds them: "GPU 3: GPU-…,
+// serial 1654…, 00000000:5D:00.0" (both GPUs of a pair).
+func failedGPUs(gpus []stress.GPU, o stress.Outcome) []string {
+	idx := []int{o.GPU}
+	if o.Peer != nil {
+		idx = append(idx, *o.Peer)
+	}
+	var out []string
+	for _, i := range idx {
+		for _, g := range gpus {
+			if g.Index != i {
+				continue
+			}
+			var ids []string
+			for _, id := range []string{g.UUID, g.Serial, g.BusID} {
+				if id == "" {
+					continue
+				}
+				if id == g.Serial {
+					id = "serial " + id
+				}
+				ids = append(ids, id)
+			}
+			if len(ids) > 0 {
+				out = append(out, fmt.Sprintf("GPU %d: %s", g.Index, strings.Join(ids, ", ")))
+			}
+		}
+	}
+	return out
 }
 
 // showClocks: clocks are printed for a test that ran on one GPU, and for a

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/gpunode/gpunode/internal/baseline"
 	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/gpu/sim"
 	"github.com/gpunode/gpunode/internal/stress"
@@ -76,13 +77,23 @@ func (e *simExecutor) Device(ctx context.Context, t stress.Test, g stress.GPU, p
 		r = simDefault
 	}
 	bw, compute := e.b.PerfFactor(g.Index)
+	// The metrics the performance layer also has come from simMeasured, so both report
+	// the same figures; the model's own rates are the fallback for a model without
+	// built-in values.
+	measured, _, _ := simMeasured(e.b, e.dev[g.Index])
+	value := func(m baseline.Metric, fallback float64) float64 {
+		if v, ok := measured[m]; ok {
+			return v
+		}
+		return fallback
+	}
 	switch t {
 	case stress.TestHBM:
-		o.Metrics = []stress.Metric{simMetric(stress.MethodMemcpyDtoD, r.hbm*bw, "GB/s", "read+write")}
+		o.Metrics = []stress.Metric{simMetric(stress.MethodMemcpyDtoD, value(baseline.HBMCopy, r.hbm*bw), "GB/s", "read+write")}
 	case stress.TestFP32:
-		o.Metrics = []stress.Metric{simMetric("fp32 FMA", r.fp32*compute, "TFLOP/s", "checked")}
+		o.Metrics = []stress.Metric{simMetric("fp32 FMA", value(baseline.FP32, r.fp32*compute), "TFLOP/s", "checked")}
 	case stress.TestFP64:
-		o.Metrics = []stress.Metric{simMetric("fp64 FMA", r.fp64*compute, "TFLOP/s", "checked")}
+		o.Metrics = []stress.Metric{simMetric("fp64 FMA", value(baseline.FP64, r.fp64*compute), "TFLOP/s", "checked")}
 	case stress.TestMemory:
 		tested := float64(e.dev[g.Index].Memory.TotalMiB) / 1024 * 0.97
 		o.Metrics = []stress.Metric{
@@ -93,8 +104,9 @@ func (e *simExecutor) Device(ctx context.Context, t stress.Test, g stress.GPU, p
 		}
 	case stress.TestPCIe:
 		ref := stress.PCIeTheoreticalGBps(g.PCIeGenMax, g.PCIeWidthMax)
-		now := stress.PCIeTheoreticalGBps(g.PCIeGen, g.PCIeWidth) * simPCIeEfficiency * bw
-		for _, name := range []string{"host to device", "device to host"} {
+		fallback := stress.PCIeTheoreticalGBps(g.PCIeGen, g.PCIeWidth) * simPCIeEfficiency * bw
+		for i, name := range []string{"host to device", "device to host"} {
+			now := value([]baseline.Metric{baseline.PCIeH2D, baseline.PCIeD2H}[i], fallback)
 			m := simMetric(name, now, "GB/s", fmt.Sprintf("link gen%d x%d (now gen%d x%d)", g.PCIeGenMax, g.PCIeWidthMax, g.PCIeGen, g.PCIeWidth))
 			if ref > 0 {
 				m.Reference, m.Ratio, m.MinRatio = ref, now/ref, p.PCIeMinRatio

@@ -67,6 +67,9 @@ func runXIDDecode(ctx context.Context, o *xidDecodeOptions, path string, stdin i
 		return err
 	}
 	defer closeFn()
+	if path == "-" {
+		notice(errOut, "reading a kernel log from standard input (pipe one in: `dmesg | gpunode xid decode`, or end with Ctrl-D)...")
+	}
 	scan, err := xid.ScanAll(ctx, in, name)
 	if err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {

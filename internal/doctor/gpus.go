@@ -178,12 +178,29 @@ func (g *gpuProbe) probe() (Probe, bool) {
 		Detail:  strings.Join(causes, "; "),
 		Command: fmt.Sprintf("nvidia-smi -q -i %s; dmesg | grep -i xid", gpuSelector(ref))}
 	p.Cause = ref.String() + ": " + worst.Summary
-	p.Fix = fixFor(worst.Action, ref)
+	p.Fix = fixFor(*worst, ref)
 	return p, true
 }
 
-// fixFor says what to do next for the action a fault requires.
-func fixFor(a fault.Action, g GPURef) string {
+// fixFor says what to do about the GPU's worst finding: the fix of its cause (the rule's,
+// internal/rules.Fix), else, for an XID, the fix of the action its catalog row and
+// correlation decided, naming the command that explains the code.
+func fixFor(f Finding, g GPURef) string {
+	if fix := rules.Fix(f.Cause, f.Action, gpuSelector(g)); fix != "" {
+		if f.unhealthy || f.Action.Rank() >= fault.ActionResetGPU.Rank() {
+			fix += "; then run `gpunode accept --layers hardware`"
+		}
+		return fix
+	}
+	fix := actionFix(f.Action, g)
+	if code, ok := strings.CutPrefix(f.Cause, "xid-"); ok {
+		fix += fmt.Sprintf(" (`gpunode xid explain %s` says why)", code)
+	}
+	return fix
+}
+
+// actionFix says what to do next for the action a fault requires.
+func actionFix(a fault.Action, g GPURef) string {
 	switch a {
 	case fault.ActionRestartApp:
 		return "restart the application that hit the fault; the GPU stays in service"
@@ -198,7 +215,7 @@ func fixFor(a fault.Action, g GPURef) string {
 	case fault.ActionService:
 		return "drain the node and have the GPU serviced (RMA): it must not take work again"
 	default:
-		return fmt.Sprintf("%s stays in service: the finding says what to check; `gpunode monitor` follows it, `gpunode xid explain CODE` explains an XID", g.Name())
+		return fmt.Sprintf("%s stays in service: the finding says what to check; `gpunode monitor` follows it", g.Name())
 	}
 }
 

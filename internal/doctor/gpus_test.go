@@ -59,7 +59,7 @@ func TestDiagnoseJudgesGPUsByTheHealthRules(t *testing.T) {
 		}, "", "", ""},
 		{"a downgraded PCIe link is judged as the monitor judges it", func(f *Facts) {
 			f.Snapshot.Devices[1].PCI.LinkWidth = 8
-		}, Broken, "x8, width below x16", "reset it"},
+		}, Broken, "x8, width below x16", "reseat the GPU or its riser"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -170,4 +170,79 @@ func hasProbe(r Report, name string, s Status) bool {
 		}
 	}
 	return false
+}
+
+// TestEveryFindingPrintsTheFixOfItsCause pairs each fault doctor can find on a GPU with the
+// fix it prints: the fix of the cause, never of the action alone, and never one that the
+// cause's own repair contradicts.
+func TestEveryFindingPrintsTheFixOfItsCause(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(f *Facts)
+		fix    string // a fragment of GPU 1's fix
+		never  string // a fragment the fix must not have
+	}{
+		{"a narrow PCIe link is reseated, not only reset", func(f *Facts) { f.Snapshot.Devices[1].PCI.LinkWidth = 8 }, "reseat the GPU or its riser", "remediation do it"},
+		{"an incomplete fabric registration restarts the fabric manager, not the GPU", func(f *Facts) {
+			f.Snapshot.Devices[1].Fabric = gpu.Fabric{State: "in-progress"}
+		}, "systemctl restart nvidia-fabricmanager", "nvidia-smi -r"},
+		{"a down NVLink drains peer-to-peer work and checks the fabric", func(f *Facts) {
+			f.Snapshot.Devices[1].NVLinks = []gpu.NVLink{{Link: 0, Active: true}, {Link: 1, Active: false}}
+		}, "no peer-to-peer work", "RMA"},
+		{"a pending row remap is applied by a reset", func(f *Facts) { f.Snapshot.Devices[1].RowRemap.Pending = true }, "the reset applies the remap", "reseat"},
+		{"a failed row remap is serviced", func(f *Facts) { f.Snapshot.Devices[1].RowRemap.Failure = true }, "RMA", "nvidia-smi -r"},
+		{"a pending page retirement is applied by a reset", func(f *Facts) { f.Snapshot.Devices[1].RetiredPages.Pending = true }, "the reset retires the pages", "reseat"},
+		{"one contained uncorrected ECC error restarts the application", func(f *Facts) { f.Snapshot.Devices[1].ECC.VolatileUncorrected = 1 }, "restart the application", "nvidia-smi -r"},
+		{"a second uncorrected ECC error resets the GPU", func(f *Facts) { f.Snapshot.Devices[1].ECC.VolatileUncorrected = 2 }, "nvidia-smi -r -i GPU-1", "reseat"},
+		{"many PCIe replays are a marginal link", func(f *Facts) { f.Snapshot.Devices[1].PCI.ReplayCounter = 1 << 20 }, "marginal link", "nvidia-smi -r"},
+		{"a lost GPU needs a reboot", func(f *Facts) {
+			f.Snapshot.Devices[1].SetErr(gpu.FieldDevice, fmt.Errorf("GPU 1: %w", gpu.ErrGPULost))
+		}, "reboot", "nvidia-smi -r"},
+		{"the driver's own recovery action is followed", func(f *Facts) { f.Snapshot.Devices[1].RecoveryAction = gpu.RecoveryNodeReboot }, "reboot it, as the driver asks", "reseat"},
+		{"an XID that falls off the bus reboots: the catalog says a reset cannot bring it back", func(f *Facts) {
+			f.XIDs = []xid.Event{xidOn(1, 79, "GPU has fallen off the bus.")}
+		}, "reboot", "nvidia-smi -r"},
+		{"an XID the catalog resets names the command that explains it", func(f *Facts) {
+			f.XIDs = []xid.Event{xidOn(1, 95, "Uncontained: FBHUB. RST: Yes, D-RST: No")}
+		}, "gpunode xid explain 95", "reseat"},
+		{"a contained XID 94 restarts the application", func(f *Facts) {
+			f.XIDs = []xid.Event{xidOn(1, 94, "Contained: SM (0x1). RST: No, D-RST: No")}
+		}, "restart the application", "nvidia-smi -r"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := healthy()
+			tc.mutate(&f)
+			r := Diagnose(f)
+			p, ok := gpuProbe1(r)
+			if !ok {
+				t.Fatalf("no probe for GPU 1: %+v", r.Probes)
+			}
+			if !strings.Contains(p.Fix, tc.fix) || strings.Contains(p.Fix, tc.never) {
+				t.Errorf("fix %q: want %q, never %q", p.Fix, tc.fix, tc.never)
+			}
+			for _, q := range r.Probes {
+				if q.GPU != nil && q.GPU.Index != 1 {
+					t.Errorf("a healthy GPU got a probe with a fix: %+v", q)
+				}
+			}
+		})
+	}
+}
+
+// TestAnNVSwitchSXidIsNoGPUsXID: the kernel log's NVSwitch errors are the switch's, not a
+// GPU's, and doctor counts none of them as a GPU's XID.
+func TestAnNVSwitchSXidIsNoGPUsXID(t *testing.T) {
+	f := healthy()
+	var sc xid.Scanner
+	ev, ok := sc.Line("nvidia-nvswitch0: SXid (PCI:0000:19:00.0): 12028, Non-fatal, Link 34 egress non-posted PRIV error (First)")
+	if !ok || ev.Kind != xid.KindSXid {
+		t.Fatalf("the SXid line was not read as one: %+v", ev)
+	}
+	evs := []xid.Event{ev}
+	f.XIDs = evs
+	r := Diagnose(f)
+	if !hasProbe(r, "GPU health", OK) {
+		t.Fatalf("an SXid made a GPU finding: %+v", r.Probes)
+	}
 }

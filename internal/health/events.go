@@ -61,7 +61,10 @@ func FromEvent(ev gpu.Event, lookup XIDLookup) Finding {
 	case gpu.EventECCSingleBit:
 		return f(fault.ComponentMemory, fault.SeverityInfo, fault.ActionNone, CauseECCSingleBit, "single-bit ECC error (corrected)")
 	case gpu.EventECCDoubleBit:
-		return f(fault.ComponentMemory, fault.SeverityCritical, fault.ActionResetGPU, CauseECCUncorrected, "double-bit ECC error (uncorrected): reset the GPU")
+		// The same fault as the counter (one finding): one uncorrected error is contained
+		// to the application that hit it; the counter's second one, or the XID of an
+		// uncontained error (95, 48), asks for the reset.
+		return f(fault.ComponentMemory, fault.SeverityWarning, fault.ActionRestartApp, CauseECCUncorrected, "double-bit ECC error (uncorrected): restart the application that hit it")
 	case gpu.EventRecoveryAction:
 		ra := ev.RecoveryAction
 		if ra == "" {

@@ -95,8 +95,8 @@ func TestARecoveryTheMonitorSeesMakesTheGPUHealthyAfterItsCheck(t *testing.T) {
 			sim.Fault{Type: sim.FaultRowRemapPending, GPU: 3}, &reset, false, health.Healthy, true},
 		{"the driver asking for a reset (XID 154) clears once its recovery action is back to none",
 			sim.Fault{Type: sim.FaultXID, GPU: 3, XID: 154}, &reset, false, health.Healthy, true},
-		{"an uncorrected ECC error with no reset stays unhealthy",
-			sim.Fault{Type: sim.FaultECCUncorrected, GPU: 3}, nil, false, health.Unhealthy, false},
+		{"uncorrected ECC errors beyond containment (two since the reset) with no reset stay unhealthy",
+			sim.Fault{Type: sim.FaultECCUncorrected, GPU: 3, Count: 2}, nil, false, health.Unhealthy, false},
 		{"a failed row remap persists through a reset, which leaves no trace: the GPU stays unhealthy",
 			sim.Fault{Type: sim.FaultRowRemapFailure, GPU: 3}, &reset, false, health.Unhealthy, false},
 		{"a pending row remap with new uncorrected errors after the reset fails its check",
@@ -121,7 +121,7 @@ func TestARecoveryTheMonitorSeesMakesTheGPUHealthyAfterItsCheck(t *testing.T) {
 					t.Fatal(err)
 				}
 				if tc.recovery == &resetThenECC { // between the reset and the poll
-					if err := s.b.Inject(sim.Fault{Type: sim.FaultECCUncorrected, GPU: 3}); err != nil {
+					if err := s.b.Inject(sim.Fault{Type: sim.FaultECCUncorrected, GPU: 3, Count: 2}); err != nil {
 						t.Fatal(err)
 					}
 				}

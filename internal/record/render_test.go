@@ -58,7 +58,7 @@ func TestMarkdownHasEveryTemplateLabelInSeedOrder(t *testing.T) {
 			faults: []sim.Fault{{GPU: 2, Type: sim.FaultRowRemapPending}},
 			sha:    strings.Repeat("ab", 32),
 			findings: []string{"### FAIL `hardware.row-remap`", "GPU 2: row remap pending",
-				"**Fix:** pending remap: reset the GPU", "- GPU 2 ("}},
+				"**Fix:** drain the GPU's work, then reset it", "- GPU 2 ("}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

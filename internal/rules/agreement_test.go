@@ -88,7 +88,8 @@ func conditionCases() []agreeCase {
 	return []agreeCase{
 		c("a healthy GPU passes everywhere", func(*gpu.Device) {}, accept.StatusPass),
 		c("a GPU that fell off the bus fails everywhere", func(d *gpu.Device) { d.SetErr(gpu.FieldECCErrors, gpu.ErrGPULost) }, accept.StatusFail),
-		c("an uncorrected ECC error since the reset fails everywhere", func(d *gpu.Device) { d.ECC.VolatileUncorrected = 1 }, accept.StatusFail),
+		c("one uncorrected ECC error since the reset (contained) warns everywhere", func(d *gpu.Device) { d.ECC.VolatileUncorrected = 1 }, accept.StatusWarn),
+		c("a second uncorrected ECC error since the reset fails everywhere", func(d *gpu.Device) { d.ECC.VolatileUncorrected = 2 }, accept.StatusFail),
 		c("uncorrected ECC errors in the GPU's lifetime only pass everywhere", func(d *gpu.Device) { d.ECC.AggregateUncorrected = 2 }, accept.StatusPass),
 		c("a pending row remap fails everywhere", func(d *gpu.Device) { d.RowRemap.Pending = true }, accept.StatusFail),
 		c("a failed row remap fails everywhere", func(d *gpu.Device) { d.RowRemap.Failure = true }, accept.StatusFail),

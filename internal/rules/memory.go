@@ -24,12 +24,14 @@ func memory(cause string, s fault.Severity, a fault.Action, msg, evidence string
 	return Outcome{Cause: cause, Component: fault.ComponentMemory, Severity: s, Action: a, Message: msg, Evidence: evidence}
 }
 
-// eccErrors: uncorrected errors since the last reset fail (the monitor: when they grow);
+// eccErrors: uncorrected errors since the last reset (the monitor: when they grow) warn when
+// there is one, a contained error the application that hit it restarts from, and fail from
+// the second, a containment that does not hold;
 // corrected ones above the threshold, or growing faster than the rate, warn; uncorrected
 // errors in the GPU's lifetime only are a note (the volatile counter decides).
 var eccErrors = Rule{
 	Check: "hardware.ecc-errors", Title: "no uncorrected ECC errors",
-	Fix:    "uncorrected ECC errors: drain the GPU, reset it, and rerun acceptance; if they recur, open a hardware ticket",
+	Fix:    "one uncorrected ECC error was contained: restart the application that hit it; more than one since the last reset: drain the GPU, reset it, and rerun acceptance; if they recur after the reset, open a hardware ticket",
 	Fields: []gpu.Field{gpu.FieldECCErrors},
 	Pass: func(in Input) string {
 		return fmt.Sprintf("0 uncorrected, %d corrected since reset", in.Device.ECC.VolatileCorrected)
@@ -43,9 +45,7 @@ var eccErrors = Rule{
 		}
 		var out []Outcome
 		if growth(was.VolatileUncorrected, e.VolatileUncorrected) > 0 {
-			out = append(out, memory(CauseECCUncorrected, fault.SeverityCritical, fault.ActionResetGPU,
-				fmt.Sprintf("%d uncorrected ECC errors since the last reset (%d lifetime)", e.VolatileUncorrected, e.AggregateUncorrected),
-				fmt.Sprintf("ecc.volatileUncorrected %d -> %d", was.VolatileUncorrected, e.VolatileUncorrected)))
+			out = append(out, uncorrected(was, e))
 		}
 		if e.VolatileCorrected > in.T.MaxCorrectedECC {
 			out = append(out, memory(CauseECCCorrected, fault.SeverityWarning, fault.ActionNone,
@@ -123,4 +123,19 @@ var retiredPages = Rule{
 		}
 		return out
 	},
+}
+
+// uncorrected judges the uncorrected errors since the last reset. One is an error the GPU
+// contained (XID 94): the application that hit it is restarted and the GPU stays in
+// service. Two or more mean the containment is not holding: the GPU needs a reset (which
+// also applies a pending row remap). An uncontained error needs a reset at once: its XID
+// (95, 48) says so, and so does the pending remap or retirement it leaves.
+func uncorrected(was, e gpu.ECC) Outcome {
+	ev := fmt.Sprintf("ecc.volatileUncorrected %d -> %d", was.VolatileUncorrected, e.VolatileUncorrected)
+	if e.VolatileUncorrected <= 1 {
+		return memory(CauseECCUncorrected, fault.SeverityWarning, fault.ActionRestartApp,
+			fmt.Sprintf("1 uncorrected ECC error since the last reset (%d lifetime): contained, restart the application that hit it", e.AggregateUncorrected), ev)
+	}
+	return memory(CauseECCUncorrected, fault.SeverityCritical, fault.ActionResetGPU,
+		fmt.Sprintf("%d uncorrected ECC errors since the last reset (%d lifetime): reset the GPU", e.VolatileUncorrected, e.AggregateUncorrected), ev)
 }

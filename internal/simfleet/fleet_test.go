@@ -2,6 +2,7 @@ package simfleet
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -17,7 +18,9 @@ import (
 
 	"github.com/gpunode/gpunode/api/v1alpha1"
 	"github.com/gpunode/gpunode/internal/controller/acceptance"
+	"github.com/gpunode/gpunode/internal/evidence"
 	"github.com/gpunode/gpunode/internal/gpu/sim"
+	"github.com/gpunode/gpunode/internal/health"
 	"github.com/gpunode/gpunode/internal/nodeops"
 )
 
@@ -139,6 +142,9 @@ func TestAFleetIsAcceptedAndAnXID95IsHeldCapturedAndRecovered(t *testing.T) {
 	if err != nil || len(bundles) == 0 {
 		t.Errorf("no evidence bundle under the node's folder (%v)", err)
 	}
+	for _, path := range bundles {
+		checkBundleHealth(t, path)
+	}
 	for _, other := range []string{"sim-001", "sim-003"} {
 		if err := inService(t.Context(), c, other); err != nil {
 			t.Errorf("a node without a fault left service: %v", err)
@@ -168,4 +174,39 @@ func TestAStoppedFleetLeavesNoKubeconfigOrSocket(t *testing.T) {
 	if _, err := Inject(context.Background(), f.cfg.StateDir, InjectRequest{Node: "sim-001", Fault: Fault{Type: "xid", XID: 79}}); !errors.Is(err, ErrNoFleet) {
 		t.Errorf("inject after Stop: %v, want ErrNoFleet", err)
 	}
+}
+
+// checkBundleHealth: the bundle's health.json is the monitor's per-GPU health (as
+// docs/evidence.md promises), not null, and names the GPU the fault was on as unhealthy.
+func checkBundleHealth(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	b, err := evidence.ReadBundle(f, true)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	for _, file := range b.Files {
+		if file.Name != evidence.FileHealth {
+			continue
+		}
+		var h evidence.HealthState
+		if err := json.Unmarshal(file.Data, &h); err != nil || len(h.GPUs) == 0 {
+			t.Fatalf("health.json %q: %v, want every GPU's health", file.Data, err)
+		}
+		unhealthy := 0
+		for _, g := range h.GPUs {
+			if g.Health == health.Unhealthy {
+				unhealthy++
+			}
+		}
+		if unhealthy == 0 {
+			t.Errorf("health.json names no unhealthy GPU: %s", file.Data)
+		}
+		return
+	}
+	t.Errorf("%s has no %s", path, evidence.FileHealth)
 }

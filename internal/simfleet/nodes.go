@@ -90,7 +90,7 @@ func (f *Fleet) startAgents(ctx context.Context) error {
 		n := &simNode{name: name, backend: b}
 		log := f.cfg.Log.With("node", name)
 		col := evidence.Collector{Node: evidence.NodeFacts{Node: name, Agent: version}, Backend: b,
-			Kernel: simKernel{b}, Findings: n.findings}
+			Kernel: simKernel{b}, Findings: n.findings, Health: n.health}
 		a, err := agent.New(agent.Config{
 			NodeName: name, Client: f.client, Backend: b,
 			Host:       func(devs []gpu.Device) (*host.Reader, error) { return simhost.Reader(devs, nil) },
@@ -116,6 +116,8 @@ func (f *Fleet) startAgents(ctx context.Context) error {
 }
 
 func (n *simNode) findings() []health.Finding { return n.agent.Findings() }
+
+func (n *simNode) health() *evidence.HealthState { return n.agent.EvidenceHealth() }
 
 // kernelXIDs are the XID reports in the simulated node's kernel log since its boot.
 func kernelXIDs(b *sim.Backend) []xid.Event {

@@ -17,6 +17,9 @@ type GPU struct {
 	Ordinal int    `json:"cudaOrdinal"` // CUDA device ordinal
 	Name    string `json:"name"`
 	BusID   string `json:"busId,omitempty"`
+	// UUID and Serial name the GPU to pull when a test fails (known through NVML).
+	UUID   string `json:"uuid,omitempty"`
+	Serial string `json:"serial,omitempty"`
 	// PCIe link: the most the GPU and slot support (the reference for copies) and now.
 	PCIeGenMax   int `json:"pcieGenMax,omitempty"`
 	PCIeWidthMax int `json:"pcieWidthMax,omitempty"`

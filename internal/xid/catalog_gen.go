@@ -103,7 +103,7 @@ var catalog = [...]Entry{
 		Applies: Applies{A100: true, H100: true, B100: true, GB200: true},
 		Bucket:  "RESTART_APP", Investigatory: "IGNORE (sympathetic)", Raises154Since: "CUDA 12.7; GPU driver R565",
 		Component: "application", Severity: "warning", Action: "restart-app", Known: true,
-		Note: "Contained to one application; other applications are unaffected. Reset the GPU when convenient."},
+		Note: "Contained to one application; other applications are unaffected: restart it, the GPU stays in service. A reset only when the containment fails (95) or repeats (a second incident within the repeat window)."},
 	{XID: 95, Mnemonic: "ROBUST_CHANNEL_UNCONTAINED_ERROR", Description: "Uncontained memory error",
 		Applies: Applies{A100: true, H100: true, B100: true, GB200: true},
 		Bucket:  "RESET_GPU", Investigatory: "IGNORE (sympathetic)", Raises154Since: "CUDA 12.7; GPU driver R565",

@@ -154,14 +154,16 @@ type repeatKey struct {
 	loc string
 }
 
-// repeats escalates a 13 or 31 that repeats on the same GPU (13: same GPC/TPC) from a
-// second incident (another process, or after a pause longer than gap) within w.
+// repeats escalates a 13, 31 or 94 that repeats on the same GPU (13: same GPC/TPC) from a
+// second incident (another process, or after a pause longer than gap) within w. A 13 or 31
+// again points at hardware: run diagnostics. A contained memory error (94) again means the
+// containment is not holding: the memory needs the reset that applies its row remap.
 func repeats(ds []Decoded, w, gap time.Duration) {
 	starts := map[repeatKey][]int{} // first event of each incident, oldest first
 	last := map[repeatKey]int{}
 	for i := range ds {
 		d := &ds[i]
-		if d.Kind != KindXID || (d.XID != 13 && d.XID != 31) || d.Consequence {
+		if d.Kind != KindXID || (d.XID != 13 && d.XID != 31 && d.XID != 94) || d.Consequence {
 			continue
 		}
 		k := repeatKey{d.PCI, d.XID, d.Location}
@@ -176,7 +178,11 @@ func repeats(ds []Decoded, w, gap time.Duration) {
 			}
 			starts[k] = append(kept, i)
 		}
-		if n := len(starts[k]); n >= 2 {
+		if n := len(starts[k]); n >= 2 && d.XID == 94 {
+			d.Component, d.Severity, d.Action = fault.ComponentMemory, fault.SeverityCritical, fault.ActionResetGPU
+			d.Reason = fmt.Sprintf("XID 94 again on this GPU (%d incidents within %s): containment is not holding; drain the GPU and reset it (the reset applies the pending row remap)",
+				n, short(w))
+		} else if n >= 2 {
 			where := "this GPU"
 			if d.Location != "" {
 				where = d.Location + " of this GPU"

@@ -26,6 +26,11 @@ var ruleDefs = []ruleDef{
 	{[]int{48, 94, 95}, func(o Options) Rule {
 		return Rule{"consequence", fmt.Sprintf("A 45 on the same GPU within %s after it is its consequence, not a new fault.", short(o.ConsequenceWindow))}
 	}},
+	{[]int{94}, func(o Options) Rule {
+		return Rule{"repeat", fmt.Sprintf("A contained error restarts the application that hit it; the GPU stays in service. A 94 on "+
+			"the same GPU in a second incident (another process, or after a pause of more than %s) within %s means the containment "+
+			"is not holding: critical, reset the GPU. An uncontained error (95) is a reset at once.", short(o.BurstGap), short(o.RepeatWindow))}
+	}},
 	{[]int{48, 63, 64}, func(o Options) Rule {
 		return Rule{"drain-then-reset", fmt.Sprintf("48 together with 63 or 64 on the same GPU (within %s): drain "+
 			"(let running work finish, schedule none), then reset the GPU; a 64 still means service.", short(o.PairWindow))}

@@ -70,6 +70,9 @@ func Reader(devs []gpu.Device, now func() time.Time) (*host.Reader, error) {
 	if len(devs) > 0 {
 		put(fsys, "sys/class/dmi/id/product_name", dgxName(devs[0].Name))
 	}
+	if len(devs) > 0 && noNUMA(devs) {
+		oneNode(fsys)
+	}
 	for _, n := range []string{"dev/nvidiactl", "dev/nvidia-uvm", "dev/nvidia-uvm-tools",
 		"var/lib/kubelet/device-plugins/kubelet.sock", "var/lib/kubelet/device-plugins/nvidia-gpu.sock",
 		"var/lib/kubelet/pod-resources/kubelet.sock", "usr/bin/nvidia-container-runtime"} {
@@ -98,6 +101,29 @@ func Reader(devs []gpu.Device, now func() time.Time) (*host.Reader, error) {
 		ClockSynced: func() (bool, error) { return true, nil },
 		Now:         now,
 	}, nil
+}
+
+// noNUMA reports whether no GPU has a NUMA node: a virtual machine given its GPU by PCIe
+// passthrough (the h200x1 preset), whose host has one NUMA node.
+func noNUMA(devs []gpu.Device) bool {
+	for _, d := range devs {
+		if _, ok := numaCPUs[d.NUMANode]; ok {
+			return false
+		}
+	}
+	return true
+}
+
+// oneNode makes the simulated host the single-node machine such a VM is: node 0 holds every
+// CPU and all the memory.
+func oneNode(fsys fstest.MapFS) {
+	for _, n := range []string{"online", "possible"} {
+		put(fsys, "sys/devices/system/node/"+n, "0")
+	}
+	put(fsys, "sys/devices/system/node/node0/cpulist", "0-223")
+	put(fsys, "sys/devices/system/node/node0/meminfo", "Node 0 MemTotal:       2113523200 kB\nNode 0 MemFree:        2000000000 kB")
+	delete(fsys, "sys/devices/system/node/node1/cpulist")
+	delete(fsys, "sys/devices/system/node/node1/meminfo")
 }
 
 func put(fsys fstest.MapFS, name, data string) {
