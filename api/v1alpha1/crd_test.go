@@ -32,6 +32,8 @@ func TestTheInstalledCRDsHaveTheirScopeShortNamesStatusAndPrintColumns(t *testin
 			[]string{"Node", "Result", "Pass", "Warn", "Fail", "Policy", "Age"}},
 		{"StackPool shows its nodes, ready nodes and the versions wanted and running", "stackpools.gpunode.dev", "sp", true,
 			[]string{"Nodes", "Ready", "Driver", "Running-Driver", "Toolkit", "Running-Toolkit", "Age"}},
+		{"StackUpgrade shows its pool, phase, progress and wave", "stackupgrades.gpunode.dev", "su", true,
+			[]string{"Pool", "Phase", "Upgraded", "Wave", "Driver", "Toolkit", "Failed", "Age"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

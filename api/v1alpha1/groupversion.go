@@ -15,7 +15,7 @@ var (
 	// SchemeBuilder registers this package's kinds with a runtime.Scheme.
 	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
-	// AddToScheme adds GPUNode, GPUNodePolicy, AcceptanceRecord and StackPool (and their lists) to a scheme.
+	// AddToScheme adds GPUNode, GPUNodePolicy, AcceptanceRecord, StackPool and StackUpgrade (and their lists) to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
 
@@ -25,6 +25,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&GPUNodePolicy{}, &GPUNodePolicyList{},
 		&AcceptanceRecord{}, &AcceptanceRecordList{},
 		&StackPool{}, &StackPoolList{},
+		&StackUpgrade{}, &StackUpgradeList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
