@@ -34,6 +34,8 @@ func TestTheInstalledCRDsHaveTheirScopeShortNamesStatusAndPrintColumns(t *testin
 			[]string{"Nodes", "Ready", "Driver", "Running-Driver", "Toolkit", "Running-Toolkit", "Age"}},
 		{"PerformanceBaseline shows its model, driver, nodes, metrics and when it was computed", "performancebaselines.gpunode.dev", "pb", true,
 			[]string{"Model", "Driver", "Nodes", "Metrics", "Computed"}},
+		{"StackUpgrade shows its pool, phase, progress and wave", "stackupgrades.gpunode.dev", "su", true,
+			[]string{"Pool", "Phase", "Upgraded", "Wave", "Driver", "Toolkit", "Failed", "Age"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

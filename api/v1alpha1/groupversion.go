@@ -15,7 +15,7 @@ var (
 	// SchemeBuilder registers this package's kinds with a runtime.Scheme.
 	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
-	// AddToScheme adds GPUNode, GPUNodePolicy, AcceptanceRecord, StackPool and PerformanceBaseline (and their lists) to a scheme.
+	// AddToScheme adds GPUNode, GPUNodePolicy, AcceptanceRecord, StackPool, PerformanceBaseline and StackUpgrade (and their lists) to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
 
@@ -26,6 +26,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&AcceptanceRecord{}, &AcceptanceRecordList{},
 		&StackPool{}, &StackPoolList{},
 		&PerformanceBaseline{}, &PerformanceBaselineList{},
+		&StackUpgrade{}, &StackUpgradeList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

@@ -91,3 +91,6 @@ const (
 	// of their template.
 	LabelOperandVersion = "gpunode.dev/operand-version"
 )
+
+// FieldManagerUpgrade is the upgrade controller's field manager: StackUpgrade status.
+const FieldManagerUpgrade = "gpunode-upgrade"
