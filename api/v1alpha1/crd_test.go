@@ -31,7 +31,7 @@ func TestTheInstalledCRDsHaveTheirScopeShortNamesStatusAndPrintColumns(t *testin
 		{"AcceptanceRecord shows node, result and counts and has no status", "acceptancerecords.gpunode.dev", "ar", false,
 			[]string{"Node", "Result", "Pass", "Warn", "Fail", "Policy", "Age"}},
 		{"StackPool shows its nodes, ready nodes and the versions wanted and running", "stackpools.gpunode.dev", "sp", true,
-			[]string{"Nodes", "Ready", "Driver", "Running-Driver", "Toolkit", "Running-Toolkit", "Age"}},
+			[]string{"Nodes", "Ready", "Driver", "Running-Driver", "Toolkit", "Running-Toolkit", "Agent", "Running-Agent", "Age"}},
 		{"PerformanceBaseline shows its model, driver, nodes, metrics and when it was computed", "performancebaselines.gpunode.dev", "pb", true,
 			[]string{"Model", "Driver", "Nodes", "Metrics", "Computed"}},
 		{"StackUpgrade shows its pool, phase, progress and wave", "stackupgrades.gpunode.dev", "su", true,
