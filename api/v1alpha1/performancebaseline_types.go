@@ -4,12 +4,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// FieldManagerBaseline is the baseline controller's field manager: the PerformanceBaselines,
-// spec and status.
-const FieldManagerBaseline = "gpunode-baseline"
-
-// LabelBaselineModel, on a PerformanceBaseline, is its GPU model, normalized ("h200").
-const LabelBaselineModel = "gpunode.dev/gpu-model"
+// Keys of performance baselines (PerformanceBaseline): the baseline controller writes them.
+const (
+	// FieldManagerBaseline is the baseline controller's field manager: the
+	// PerformanceBaselines, their label, spec and status.
+	FieldManagerBaseline = "gpunode-baseline"
+	// LabelBaselineModel, on a PerformanceBaseline, is its GPU model, normalized ("h200").
+	LabelBaselineModel = "gpunode.dev/gpu-model"
+)
 
 // PerformanceBaselineSpec names the fleet a baseline is of: one GPU model on one driver
 // version.
