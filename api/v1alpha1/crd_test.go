@@ -32,8 +32,8 @@ func TestTheInstalledCRDsHaveTheirScopeShortNamesStatusAndPrintColumns(t *testin
 			[]string{"Node", "Result", "Pass", "Warn", "Fail", "Policy", "Age"}},
 		{"StackPool shows its nodes, ready nodes and the versions wanted and running", "stackpools.gpunode.dev", "sp", true,
 			[]string{"Nodes", "Ready", "Driver", "Running-Driver", "Toolkit", "Running-Toolkit", "Age"}},
-		{"PerformanceBaseline shows its model, driver, nodes, metrics and when it was computed", "performancebaselines.gpunode.dev", "pb", true,
-			[]string{"Model", "Driver", "Nodes", "Metrics", "Computed"}},
+		{"PerformanceBaseline shows its model, driver, nodes and when it was computed", "performancebaselines.gpunode.dev", "pb", true,
+			[]string{"Model", "Driver", "Nodes", "Computed"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

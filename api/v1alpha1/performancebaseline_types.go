@@ -73,7 +73,6 @@ type BaselineMetric struct {
 // +kubebuilder:printcolumn:name="Model",type=string,JSONPath=`.spec.model`
 // +kubebuilder:printcolumn:name="Driver",type=string,JSONPath=`.spec.driverVersion`
 // +kubebuilder:printcolumn:name="Nodes",type=integer,JSONPath=`.status.nodes`
-// +kubebuilder:printcolumn:name="Metrics",type=string,JSONPath=`.status.metrics[*].name`
 // +kubebuilder:printcolumn:name="Computed",type=date,JSONPath=`.status.computedAt`
 type PerformanceBaseline struct {
 	metav1.TypeMeta   `json:",inline"`
