@@ -58,7 +58,7 @@ func TestEveryEmbeddedCRDDecodesIntoGpunodesGroup(t *testing.T) {
 		kinds = append(kinds, c.Spec.Names.Kind)
 	}
 	slices.Sort(kinds)
-	if want := []string{"AcceptanceRecord", "GPUNode", "GPUNodePolicy", "StackPool"}; !slices.Equal(kinds, want) {
+	if want := []string{"AcceptanceRecord", "GPUNode", "GPUNodePolicy", "PerformanceBaseline", "StackPool"}; !slices.Equal(kinds, want) {
 		t.Errorf("kinds %v, want %v", kinds, want)
 	}
 }
