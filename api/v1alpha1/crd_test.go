@@ -32,8 +32,8 @@ func TestTheInstalledCRDsHaveTheirScopeShortNamesStatusAndPrintColumns(t *testin
 			[]string{"Node", "Result", "Pass", "Warn", "Fail", "Policy", "Age"}},
 		{"StackPool shows its nodes, ready nodes and the versions wanted and running", "stackpools.gpunode.dev", "sp", true,
 			[]string{"Nodes", "Ready", "Driver", "Running-Driver", "Toolkit", "Running-Toolkit", "Agent", "Running-Agent", "Age"}},
-		{"PerformanceBaseline shows its model, driver, nodes, metrics and when it was computed", "performancebaselines.gpunode.dev", "pb", true,
-			[]string{"Model", "Driver", "Nodes", "Metrics", "Computed"}},
+		{"PerformanceBaseline shows its model, driver, nodes and when it was computed", "performancebaselines.gpunode.dev", "pb", true,
+			[]string{"Model", "Driver", "Nodes", "Computed"}},
 		{"StackUpgrade shows its pool, phase, progress and wave", "stackupgrades.gpunode.dev", "su", true,
 			[]string{"Pool", "Phase", "Upgraded", "Wave", "Driver", "Toolkit", "Failed", "Age"}},
 	}

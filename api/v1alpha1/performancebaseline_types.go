@@ -4,12 +4,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// FieldManagerBaseline is the baseline controller's field manager: the PerformanceBaselines,
-// spec and status.
-const FieldManagerBaseline = "gpunode-baseline"
-
-// LabelBaselineModel, on a PerformanceBaseline, is its GPU model, normalized ("h200").
-const LabelBaselineModel = "gpunode.dev/gpu-model"
+// Keys of performance baselines (PerformanceBaseline): the baseline controller writes them.
+const (
+	// FieldManagerBaseline is the baseline controller's field manager: the
+	// PerformanceBaselines, their label, spec and status.
+	FieldManagerBaseline = "gpunode-baseline"
+	// LabelBaselineModel, on a PerformanceBaseline, is its GPU model, normalized ("h200").
+	LabelBaselineModel = "gpunode.dev/gpu-model"
+)
 
 // PerformanceBaselineSpec names the fleet a baseline is of: one GPU model on one driver
 // version.
@@ -71,7 +73,6 @@ type BaselineMetric struct {
 // +kubebuilder:printcolumn:name="Model",type=string,JSONPath=`.spec.model`
 // +kubebuilder:printcolumn:name="Driver",type=string,JSONPath=`.spec.driverVersion`
 // +kubebuilder:printcolumn:name="Nodes",type=integer,JSONPath=`.status.nodes`
-// +kubebuilder:printcolumn:name="Metrics",type=string,JSONPath=`.status.metrics[*].name`
 // +kubebuilder:printcolumn:name="Computed",type=date,JSONPath=`.status.computedAt`
 type PerformanceBaseline struct {
 	metav1.TypeMeta   `json:",inline"`
