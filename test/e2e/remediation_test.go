@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -87,10 +88,16 @@ func TestAFaultThatReturnsAfterEveryStepEndsInMaintenanceNotALoop(t *testing.T) 
 	f.startControllers()
 	f.inService(time.Minute)
 	n := f.nodes[0]
+	// The fault comes back once the step is over as the agent sees it: when its answer is
+	// published. Injected from inside the step, it would be among the XIDs the step covered.
+	ctx := t.Context()
 	n.steps.afterEveryStep(func() {
-		if err := n.backend.Inject(sim.Fault{Type: sim.FaultXID, GPU: 3, XID: 95}); err != nil {
-			t.Errorf("injecting the fault again: %v", err)
+		gn := f.gpuNode(n.name)
+		if gn == nil || gn.Spec.Remediation == nil {
+			t.Errorf("a step ran with no request on the GPUNode")
+			return
 		}
+		go injectWhenAnswered(ctx, f, n, gn.Spec.Remediation.ID, sim.Fault{Type: sim.FaultXID, GPU: 3, XID: 95})
 	})
 	n.inject(t, 3, 95)
 	f.eventually(time.Minute, "the node in Maintenance, held by remediation", func() error {
@@ -230,5 +237,22 @@ func TestAControllerKilledMidStepResumesWithoutASecondReset(t *testing.T) {
 	h := gn.Status.Remediation.History
 	if len(h) != 1 || h[0].RequestID != asked.ID || h[0].Outcome != v1alpha1.OutcomeSucceeded {
 		t.Errorf("history %+v, want the one reset %d, succeeded", h, asked.ID)
+	}
+}
+
+// injectWhenAnswered injects fault into n once the agent has published its answer to request
+// id (errors go to the test while it runs).
+func injectWhenAnswered(ctx context.Context, f *remFleet, n *remNode, id int64, fault sim.Fault) {
+	for ctx.Err() == nil {
+		if gn := f.gpuNode(n.name); gn != nil && gn.Status.RemediationAnswer != nil && gn.Status.RemediationAnswer.ID >= id {
+			if err := n.backend.Inject(fault); err != nil && ctx.Err() == nil {
+				f.t.Errorf("injecting the fault again: %v", err)
+			}
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
