@@ -214,18 +214,8 @@ func (r *Reconciler) applyPoolStatus(ctx context.Context, s *poolScope) error {
 	if equality.Semantic.DeepEqual(st, s.pool.Status) {
 		return nil
 	}
-	status, err := applyfields.Of(st)
-	if err != nil {
+	if err := applyfields.ApplyStatus(ctx, r.Client, "StackPool", s.pool.Name, st, v1alpha1.FieldManagerStack); err != nil {
 		return err
-	}
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": v1alpha1.GroupVersion.String(), "kind": "StackPool",
-		"metadata": map[string]any{"name": s.pool.Name},
-		"status":   status,
-	}}
-	if err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
-		client.FieldOwner(v1alpha1.FieldManagerStack), client.ForceOwnership); err != nil {
-		return fmt.Errorf("apply the status of StackPool %q: %w", s.pool.Name, err)
 	}
 	for _, c := range changed {
 		typ := corev1.EventTypeNormal

@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -221,18 +220,8 @@ func (r *Reconciler) applyStatus(ctx context.Context, s *scope) error {
 	if equality.Semantic.DeepEqual(st, s.su.Status) {
 		return nil
 	}
-	status, err := applyfields.Of(st)
-	if err != nil {
+	if err := applyfields.ApplyStatus(ctx, r.Client, "StackUpgrade", s.su.Name, st, v1alpha1.FieldManagerUpgrade); err != nil {
 		return err
-	}
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": v1alpha1.GroupVersion.String(), "kind": "StackUpgrade",
-		"metadata": map[string]any{"name": s.su.Name},
-		"status":   status,
-	}}
-	if err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
-		client.FieldOwner(v1alpha1.FieldManagerUpgrade), client.ForceOwnership); err != nil {
-		return fmt.Errorf("apply the status of StackUpgrade %q: %w", s.su.Name, err)
 	}
 	for _, c := range changed {
 		typ := corev1.EventTypeNormal
